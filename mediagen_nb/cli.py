@@ -1,0 +1,20 @@
+"""The ``mediagen`` command. Subcommands import what they need, so ``mediagen --help`` is instant."""
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    top = argparse.ArgumentParser(prog="mediagen", description="mediagen_nb command line")
+    top.add_argument("command", choices=["sandbox"], help="sandbox: serve the local emulator of the service")
+    args = top.parse_args(argv[:1])
+    if args.command == "sandbox":
+        from mediagen_nb.sandbox.__main__ import main as sandbox_main
+
+        return sandbox_main(argv[1:])
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

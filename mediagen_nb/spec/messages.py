@@ -1,0 +1,146 @@
+"""The service's error messages, word for word from the spec's error table.
+
+Where the spec gives only the start of a message, the rest is ours and is marked so.
+"""
+
+from collections.abc import Iterable
+
+STATUS_NAMES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+MISSING_CREDENTIALS = "Missing credentials. Use: Authorization: Bearer pk_live_..."
+INVALID_KEY = "Invalid, expired, or revoked API key"
+SUSPENDED = "Your account has been suspended."
+# The spec: "a message that API access is available on the Scale plan and asks for an upgrade".
+PLAN_WITHOUT_API = "API access is available on the Scale plan. Please upgrade to create API keys."
+
+KEY_RATE_LIMIT = "API key rate limit exceeded"
+TOO_MANY_GENERATIONS = "Too many generations"
+
+INPUT_NOT_OBJECT = "input must be an object"
+INVALID_GENERATION_ID = "Invalid generation id"
+GENERATION_NOT_FOUND = "Generation not found"
+UNSUPPORTED_MEDIA_FORMAT = "Unsupported media format"
+UNREADABLE_VIDEO_DURATION = "Could not read the video duration"
+PROMPT_MODERATED = "Prompt rejected by content moderation"
+IMAGE_MODERATED = "Image rejected by content moderation"
+AT_CAPACITY = "The model is at capacity"
+SERVER_ERROR = "Internal server error"  # ours: the spec names only the status
+
+WEBHOOK_HTTPS = "webhook must use https"
+WEBHOOK_HOST = "webhook host is not allowed"
+WEBHOOK_INVALID = "webhook must be a valid URL"  # ours, one of the spec's "other webhook ..."
+WEBHOOK_UNRESOLVED = "webhook host could not be resolved"  # ours, likewise
+
+URL_MUST_BE_HTTPS = "URL must be https"
+UNSUPPORTED_LINK = "Use a TikTok / YouTube / Instagram link or a direct video URL"
+PHOTO_POST = "That link is a photo post, not a video"
+FLOW_NOT_READY = "Flow is not ready"
+STILL_READING_SHOTS = "Still reading the shots"
+CLIP_OUT_OF_RANGE = "Clip selection is out of range"
+FLOW_NOT_FOUND = "Flow not found"
+RUN_NOT_FOUND = "Run not found"
+JOB_NOT_FOUND = "Job not found"  # ours: the topic-to-video error table is not shown
+
+GENERATION_TIMED_OUT = "Generation timed out"  # start of the failed generation's error
+
+
+def _listing(items: Iterable[str]) -> str:
+    return ", ".join(items)
+
+
+def unknown_model(model_id: str, available: Iterable[str]) -> str:
+    return f"Unknown model '{model_id}'. Available models: {_listing(available)}"
+
+
+def model_not_found(available: Iterable[str]) -> str:
+    return f"Model not found. Available models: {_listing(available)}"
+
+
+def missing_field(field: str) -> str:
+    return f"Missing required field: {field}"
+
+
+def not_one_of(field: str, options: Iterable[object]) -> str:
+    return f"{field} must be one of: {_listing(str(o) for o in options)}"
+
+
+def wrong_type(field: str, expected: str) -> str:
+    """Ours: the spec validates against the schema but shows no type message."""
+    return f"{field} must be {expected}"
+
+
+def out_of_range(field: str, minimum: object | None, maximum: object | None) -> str:
+    """Ours, for a schema's minimum/maximum."""
+    if minimum is not None and maximum is not None:
+        return f"{field} must be between {minimum} and {maximum}"
+    if minimum is not None:
+        return f"{field} must be at least {minimum}"
+    return f"{field} must be at most {maximum}"
+
+
+def too_long(field: str, max_length: int) -> str:
+    """Ours, for a schema's maxLength (chatterbox-turbo's 500, speech-02's 10,000 characters)."""
+    return f"{field} must be at most {max_length} characters"
+
+
+def too_many_items(field: str, max_items: int) -> str:
+    """Ours, for a schema's maxItems."""
+    return f"{field} must have at most {max_items} items"
+
+
+def media_not_reachable(field: str) -> str:
+    """The spec's ``audio URL is not reachable``, named after the field that failed."""
+    return f"{field} URL is not reachable"
+
+
+def media_too_short(field: str, seconds: float) -> str:
+    """Ours, for chatterbox-turbo's "reference audio longer than 5 seconds"."""
+    return f"{field} must be longer than {seconds:g} seconds"
+
+
+def unreadable_audio_duration() -> str:
+    """Ours: the spec names only the video case."""
+    return "Could not read the audio duration"
+
+
+def not_enough_credits(needed: int, balance: int, top_up_url: str) -> str:
+    return (
+        f"Not enough credits: this run needs {needed} credits and your balance is {balance}. "
+        f"Top up at {top_up_url}"
+    )
+
+
+def key_cap_reached(cap: int) -> str:
+    return f"API key monthly credit limit reached ({cap} credits)."
+
+
+def video_too_long(seconds: float) -> str:
+    return f"That video is {seconds:.0f} seconds long; the limit is two minutes"
+
+
+def unknown_replication_model(available: Iterable[str]) -> str:
+    return f"Unknown replication model. Use one of: {_listing(available)}"
+
+
+def generation_timed_out(minutes: float) -> str:
+    return f"{GENERATION_TIMED_OUT} after {minutes:g} minutes; credits refunded"
+
+
+def job_out_of_credits(needed: int, balance: int) -> str:
+    """The spec: a topic-to-video job out of credits fails with the credits it needed."""
+    return (
+        f"Not enough credits: the video needed {needed} more credits and the balance was {balance}; "
+        "credits used were refunded"
+    )
+
+
+# Ours: POST {topic-to-video root}/{jobId}/reedit on a job without a paid-for lip-sync.
+REEDIT_NEEDS_LIPSYNC = "Re-edit needs a job that already has its lip-sync video"

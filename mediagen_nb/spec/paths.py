@@ -1,0 +1,53 @@
+"""Every path of the service and of the sandbox's control API, in one table.
+
+The spec writes endpoints relative to their root (``POST /v1/run`` under the generation root
+``{base_url}/v3/playground/v1``); the spec's ``/v1`` is that root's own ``v1`` segment, so the full
+path is ``/v3/playground/v1/run``.
+"""
+
+GENERATION_ROOT = "/v3/playground/v1"
+REPLICATION_ROOT = "/v3/replicate/v1"
+TOPIC_ROOT = "/v3/mascot/api"
+SANDBOX_ROOT = "/_sandbox"
+
+PATHS: dict[str, str] = {
+    # Generation API
+    "run": f"{GENERATION_ROOT}/run",
+    "generation": f"{GENERATION_ROOT}/generations/{{id}}",
+    "estimate": f"{GENERATION_ROOT}/estimate",
+    "models": f"{GENERATION_ROOT}/models",
+    "model": f"{GENERATION_ROOT}/models/{{id}}",
+    "openapi": f"{GENERATION_ROOT}/openapi.json",
+    "llms_txt": f"{GENERATION_ROOT}/llms.txt",
+    # Replication API
+    "analyze": f"{REPLICATION_ROOT}/analyze",
+    "analysis": f"{REPLICATION_ROOT}/analyses/{{id}}",
+    "blueprint": f"{REPLICATION_ROOT}/analyses/{{id}}/blueprint",
+    "replicate": f"{REPLICATION_ROOT}/analyses/{{id}}/replicate",
+    "replication_run": f"{REPLICATION_ROOT}/runs/{{id}}",
+    # Topic-to-video API
+    "job_start": TOPIC_ROOT,
+    "job_options": f"{TOPIC_ROOT}/options",
+    "job": f"{TOPIC_ROOT}/{{id}}",
+    "reedit": f"{TOPIC_ROOT}/{{id}}/reedit",
+    # Sandbox only: never under the service's roots.
+    "sandbox_info": f"{SANDBOX_ROOT}/info",
+    "sandbox_keys": f"{SANDBOX_ROOT}/keys",
+    "sandbox_account": f"{SANDBOX_ROOT}/account",
+    "sandbox_ledger": f"{SANDBOX_ROOT}/ledger",
+    "sandbox_faults": f"{SANDBOX_ROOT}/faults",
+    "sandbox_reset": f"{SANDBOX_ROOT}/reset",
+    "sandbox_webhooks": f"{SANDBOX_ROOT}/webhooks",
+    "sandbox_clock": f"{SANDBOX_ROOT}/clock",
+    "sandbox_media": f"{SANDBOX_ROOT}/media/{{name}}",
+    "sandbox_samples": f"{SANDBOX_ROOT}/samples/{{name}}",
+    "sandbox_app": f"{SANDBOX_ROOT}/app/{{page}}",
+}
+
+# Endpoints that need no key and do not count toward a key's request limit.
+CATALOG_PATHS = frozenset({"models", "model", "openapi", "llms_txt"})
+
+
+def path(endpoint: str, /, **params: str) -> str:
+    """The full path of ``endpoint`` with its ``{id}``-style parameters filled in."""
+    return PATHS[endpoint].format(**params)
