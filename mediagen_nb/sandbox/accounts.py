@@ -1,0 +1,198 @@
+"""Accounts, API keys, the shared balance and the ledger of every charge and refund."""
+
+import secrets
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mediagen_nb.sandbox.clock import Clock
+from mediagen_nb.sandbox.errors import ServiceError, bad_request
+from mediagen_nb.spec import limits, messages
+
+DEMO_ACCOUNT = "demo"
+DEMO_KEY = "pk_live_sandbox_demo_key"
+KEY_STATES = ("active", "expired", "revoked")
+EXPIRIES = {"never": None, "30d": 30 * 86400, "90d": 90 * 86400, "1y": 365 * 86400}
+
+
+@dataclass
+class Account:
+    id: str
+    plan: str = "scale"
+    balance: int = limits.PLAN_CREDITS["scale"]
+    suspended: bool = False
+
+    def public(self) -> dict[str, Any]:
+        return {"id": self.id, "plan": self.plan, "balance": self.balance, "suspended": self.suspended}
+
+
+@dataclass
+class ApiKey:
+    id: str
+    secret: str = field(repr=False)
+    account: str
+    name: str | None = None
+    monthly_cap: int | None = None
+    state: str = "active"
+    created_at: float = 0.0
+    expires_at: float | None = None
+    spent: Counter[str] = field(default_factory=Counter)  # credits by calendar month, net of refunds
+
+    def public(self, clock: Clock, *, reveal: bool = False) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": self.id,
+            "account": self.account,
+            "name": self.name,
+            "monthlyCap": self.monthly_cap,
+            "state": self.state,
+            "createdAt": clock.iso(self.created_at),
+            "expiresAt": clock.iso(self.expires_at) if self.expires_at is not None else None,
+            "spentThisMonth": self.spent[clock.month()],
+        }
+        if reveal:
+            body["key"] = self.secret
+        return body
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who made an authenticated request."""
+
+    account: Account
+    key: ApiKey
+
+
+class Accounts:
+    """Every account and key of the sandbox, with the ledger; one instance per sandbox state."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.accounts: dict[str, Account] = {DEMO_ACCOUNT: Account(DEMO_ACCOUNT)}
+        self.keys: dict[str, ApiKey] = {}
+        self.ledger: list[dict[str, Any]] = []
+        # Credits charged per (key, resource, id) by calendar month: a refund goes back to those months.
+        self._charged: dict[tuple[str, str, str | None], Counter[str]] = {}
+        self._add_key(ApiKey("key_demo", DEMO_KEY, DEMO_ACCOUNT, name="demo", created_at=clock.now()))
+
+    def _add_key(self, key: ApiKey) -> ApiKey:
+        self.keys[key.secret] = key
+        return key
+
+    def account(self, account_id: str) -> Account:
+        return self.accounts.setdefault(account_id, Account(account_id))
+
+    def create_key(self, body: dict[str, Any]) -> ApiKey:
+        """``POST /_sandbox/keys``: like the developer page's New key, plus a state for tests."""
+        name, cap, state = body.get("name"), body.get("monthlyCap"), body.get("state", "active")
+        expires, account_id = body.get("expires", "never"), body.get("account", DEMO_ACCOUNT)
+        if name is not None and not isinstance(name, str):
+            raise bad_request("name must be a string")
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise bad_request("monthlyCap must be a whole number of credits, 0 or more")
+        if state not in KEY_STATES:
+            raise bad_request(f"state must be one of: {', '.join(KEY_STATES)}")
+        if expires not in EXPIRIES:
+            raise bad_request(f"expires must be one of: {', '.join(EXPIRIES)}")
+        if not isinstance(account_id, str) or not account_id:
+            raise bad_request("account must be a non-empty string")
+        account = self.account(account_id)
+        if account.plan not in limits.API_PLANS:
+            raise ServiceError(403, messages.PLAN_WITHOUT_API)
+        now = self.clock.now()
+        lifetime = EXPIRIES[expires]
+        key = ApiKey(
+            id=f"key_{secrets.token_hex(6)}",
+            secret=f"pk_live_{secrets.token_urlsafe(24)}",
+            account=account.id,
+            name=name,
+            monthly_cap=cap,
+            state=state,
+            created_at=now,
+            expires_at=now + lifetime if lifetime is not None else None,
+        )
+        return self._add_key(key)
+
+    def update_account(self, body: dict[str, Any]) -> Account:
+        """``POST /_sandbox/account``: set balance, plan or suspension."""
+        account_id = body.get("account", DEMO_ACCOUNT)
+        if not isinstance(account_id, str) or not account_id:
+            raise bad_request("account must be a non-empty string")
+        balance, plan, suspended = body.get("balance"), body.get("plan"), body.get("suspended")
+        if balance is not None and (isinstance(balance, bool) or not isinstance(balance, int) or balance < 0):
+            raise bad_request("balance must be a whole number of credits, 0 or more")
+        if plan is not None and not isinstance(plan, str):
+            raise bad_request("plan must be a string such as scale, ultra or free")
+        if suspended is not None and not isinstance(suspended, bool):
+            raise bad_request("suspended must be true or false")
+        account = self.account(account_id)
+        if balance is not None:
+            account.balance = balance
+        if plan is not None:
+            account.plan = plan
+        if suspended is not None:
+            account.suspended = suspended
+        return account
+
+    def authenticate(self, authorization: str | None) -> Caller:
+        """The key checks of start check 1 (the rate limit is the caller's next step)."""
+        if not authorization:
+            raise ServiceError(401, messages.MISSING_CREDENTIALS)
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ServiceError(401, messages.MISSING_CREDENTIALS)
+        key = self.keys.get(token.strip())
+        if (
+            key is None
+            or key.state != "active"
+            or (key.expires_at is not None and key.expires_at <= self.clock.now())
+        ):
+            raise ServiceError(401, messages.INVALID_KEY)
+        account = self.accounts[key.account]
+        if account.suspended:
+            raise ServiceError(403, messages.SUSPENDED)
+        return Caller(account, key)
+
+    def cap_allows(self, key: ApiKey, credits: int) -> bool:
+        return key.monthly_cap is None or key.spent[self.clock.month()] + credits <= key.monthly_cap
+
+    def _record(
+        self, kind: str, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
+    ) -> dict[str, Any]:
+        entry = {
+            "seq": len(self.ledger) + 1,
+            "at": self.clock.iso(),
+            "kind": kind,
+            "credits": credits,
+            "account": caller.account.id,
+            "keyId": caller.key.id,
+            "resource": resource,
+            "resourceId": resource_id,
+            "balance": caller.account.balance,
+            **extra,
+        }
+        self.ledger.append(entry)
+        return entry
+
+    def charge(
+        self, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
+    ) -> dict[str, Any]:
+        """Take credits from the shared balance and count them against the key's month."""
+        caller.account.balance -= credits
+        caller.key.spent[self.clock.month()] += credits
+        months = self._charged.setdefault((caller.key.id, resource, resource_id), Counter())
+        months[self.clock.month()] += credits
+        return self._record("charge", caller, credits, resource, resource_id, **extra)
+
+    def refund(
+        self, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
+    ) -> dict[str, Any]:
+        """Give credits back to the balance and to the key's months they were charged in (latest first)."""
+        caller.account.balance += credits
+        charged, left = self._charged.get((caller.key.id, resource, resource_id), Counter()), credits
+        for month in sorted(charged, reverse=True):
+            take = min(left, charged[month])
+            charged[month] -= take
+            caller.key.spent[month] -= take
+            left -= take
+        caller.key.spent[self.clock.month()] -= left
+        return self._record("refund", caller, credits, resource, resource_id, **extra)

@@ -1,0 +1,110 @@
+"""A handle on one sandbox: in-process through ``httpx.ASGITransport``, or served by uvicorn on loopback."""
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+import uvicorn
+
+from mediagen_nb.sandbox.accounts import DEMO_KEY
+from mediagen_nb.sandbox.app import create_app
+from mediagen_nb.sandbox.world import SandboxConfig, World
+
+START_TIMEOUT = 15.0
+STOP_GRACE = 2.0  # real seconds in-flight requests get to finish when the sandbox stops
+
+
+class _CutOffFilter(logging.Filter):
+    """A request cut off by ``stop()`` (its task cancelled) is not an application error to log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
+logging.getLogger("uvicorn.error").addFilter(_CutOffFilter())
+
+
+class Sandbox:
+    """One sandbox and its state. ``transport()`` for in-process use, ``start()`` for real HTTP."""
+
+    def __init__(self, config: SandboxConfig | None = None, **options: Any) -> None:
+        if config is not None and options:
+            raise TypeError("give either a SandboxConfig or keyword options, not both")
+        if isinstance(options.get("data_dir"), str):
+            options["data_dir"] = Path(options["data_dir"])
+        self.config = config or SandboxConfig(**options)
+        self.app = create_app(self.config)
+        self.world: World = self.app.state.world
+        self.demo_key = DEMO_KEY
+        self.base_url: str | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __repr__(self) -> str:
+        where = self.base_url or "in-process"
+        return f"<Sandbox {where} time_scale={self.config.time_scale:g} seed={self.config.seed}>"
+
+    def transport(self) -> httpx.ASGITransport:
+        """An httpx transport that calls the app directly (async clients only)."""
+        return httpx.ASGITransport(app=self.app)
+
+    def start(self, port: int = 0, host: str = "127.0.0.1") -> "Sandbox":
+        """Serve on ``host:port`` (0 = a free port) from a background thread; returns when listening."""
+        if self._thread is not None:
+            raise RuntimeError("this sandbox is already running at " + str(self.base_url))
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            sock.close()  # a busy port: do not leak the socket
+            raise
+        server = uvicorn.Server(
+            uvicorn.Config(self.app, log_level="warning", lifespan="off", timeout_keep_alive=30)
+        )
+        thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="mediagen-sandbox", daemon=True
+        )
+        thread.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                server.should_exit = True
+                sock.close()
+                raise RuntimeError(f"the sandbox did not start on {host}:{port}")
+            time.sleep(0.01)
+        self._server, self._thread = server, thread
+        self.base_url = f"http://{host}:{sock.getsockname()[1]}"
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread; safe to call twice."""
+        if self._server is None or self._thread is None:
+            return
+        self._server.should_exit = True
+        self._thread.join(STOP_GRACE)
+        if self._thread.is_alive():
+            # Requests still in flight (a long poll holds up to 55 simulated seconds): do not wait for them.
+            self._server.force_exit = True
+            self._thread.join(START_TIMEOUT)
+        self._server = self._thread = None
+        self.base_url = None
+
+    def wait(self) -> None:
+        """Block until the server stops (Ctrl-C raises KeyboardInterrupt here, between short joins)."""
+        while self._thread is not None and self._thread.is_alive():
+            self._thread.join(0.5)
+
+    def __enter__(self) -> "Sandbox":
+        return self if self.base_url else self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

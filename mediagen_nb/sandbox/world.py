@@ -1,0 +1,112 @@
+"""All state of one sandbox: configuration, clock, accounts, limits, faults, media and the pipelines."""
+
+import asyncio
+import random
+import secrets
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mediagen_nb.sandbox.accounts import Accounts
+from mediagen_nb.sandbox.clock import Clock
+from mediagen_nb.sandbox.faults import Faults
+from mediagen_nb.sandbox.limits import RollingWindow
+from mediagen_nb.sandbox.media import MediaSpec, MediaStore
+from mediagen_nb.sandbox.webhooks import Webhooks
+from mediagen_nb.spec import limits
+from mediagen_nb.spec.paths import path
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """How a sandbox behaves; every option of ``python -m mediagen_nb.sandbox``."""
+
+    time_scale: float = 1.0  # 60 = a simulated minute passes in one real second
+    seed: int = 0  # run times, ids, media and random faults are reproducible from it
+    allow_private_webhooks: bool = False  # accept and deliver loopback (http or https) webhooks
+    deliver_public_webhooks: bool = False  # really POST to public hosts (off: recorded only)
+    data_dir: Path | None = None  # rendered media are cached here across restarts
+    webhook_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+
+
+class World:
+    """The sandbox's state; ``reset()`` returns it to a fresh demo account."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        from mediagen_nb.sandbox.generations import Generations
+        from mediagen_nb.sandbox.replication import Replication
+        from mediagen_nb.sandbox.topic_video import TopicVideo
+
+        self.config = config
+        self.clock = Clock(config.time_scale)
+        self.media = MediaStore(config.data_dir)
+        self.webhooks = Webhooks(
+            config.webhook_secret,
+            allow_private=config.allow_private_webhooks,
+            deliver_public=config.deliver_public_webhooks,
+        )
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._services = (Generations, Replication, TopicVideo)
+        self.reset()
+
+    def reset(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        self.accounts = Accounts(self.clock)
+        self.requests = RollingWindow(self.clock, limits.REQUESTS_PER_KEY, limits.WINDOW_SECONDS)
+        self.starts = RollingWindow(self.clock, limits.STARTS_PER_ACCOUNT, limits.WINDOW_SECONDS)
+        self.faults = Faults(self.config.seed)
+        self._ids = random.Random(self.config.seed)
+        generations, replication, topic = self._services
+        self.generations = generations(self)
+        self.replication = replication(self)
+        self.topic = topic(self)
+
+    def new_id(self) -> str:
+        """A UUID from the seeded sequence, so a replayed session gets the same ids."""
+        return str(uuid.UUID(int=self._ids.getrandbits(128), version=4))
+
+    def rng(self, *parts: object) -> random.Random:
+        """A generator seeded by the sandbox seed and ``parts`` (a resource id, a purpose)."""
+        return random.Random(":".join(map(str, (self.config.seed, *parts))))
+
+    def schedule(self, sim_seconds: float, callback: Callable[[], Any]) -> None:
+        """Call ``callback`` after ``sim_seconds`` of simulated time; cancelled by ``reset()``."""
+        loop = asyncio.get_running_loop()
+        holder: list[asyncio.TimerHandle] = []
+
+        def fire() -> None:
+            self._timers.discard(holder[0])
+            callback()
+
+        holder.append(loop.call_later(self.clock.real(sim_seconds), fire))
+        self._timers.add(holder[0])
+
+    def media_url(self, base_url: str, spec: MediaSpec) -> str:
+        """Register a file and return its URL on this sandbox."""
+        return base_url + path("sandbox_media", name=self.media.add(spec))
+
+    def sample_url(self, base_url: str, name: str) -> str:
+        return base_url + path("sandbox_samples", name=name)
+
+    def info(self) -> dict[str, Any]:
+        return {
+            "timeScale": self.clock.scale,
+            "seed": self.config.seed,
+            "now": self.clock.iso(),
+            "allowPrivateWebhooks": self.config.allow_private_webhooks,
+            "counts": {
+                "accounts": len(self.accounts.accounts),
+                "keys": len(self.accounts.keys),
+                "generations": len(self.generations.items),
+                "analyses": len(self.replication.analyses),
+                "replicationRuns": len(self.replication.runs),
+                "jobs": len(self.topic.jobs),
+                "ledgerEntries": len(self.accounts.ledger),
+                "webhooks": len(self.webhooks.outbox),
+            },
+            "faults": self.faults.describe(),
+        }
