@@ -24,12 +24,6 @@ class Unreachable(Exception):
     """The file could not be downloaded."""
 
 
-def extension(url: str) -> str:
-    """Lower-case extension of the URL's path, with the dot (``.mp3``), or ``""``."""
-    name = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
-    return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
-
-
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True

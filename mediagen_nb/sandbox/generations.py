@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 from starlette.responses import Response
 
-from mediagen_nb.sandbox import catalog, fetch, moderation, pricing, validation
+from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
 from mediagen_nb.sandbox.routing import Ctx, ok, service_endpoint
-from mediagen_nb.spec import fields, limits, messages
+from mediagen_nb.spec import fields, limits, messages, schema
 from mediagen_nb.spec.paths import path
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ async def media_seconds(world: "World", field_name: str, url: Any) -> float:
     """Check 7: the length-billed file is .mp3/.wav/.mp4, reachable and of readable length."""
     if not isinstance(url, str):
         raise bad_request(messages.wrong_type(field_name, "a URL"))
-    ext = fetch.extension(url)
+    ext = schema.url_extension(url)
     if ext not in limits.LENGTH_BILLED_EXTENSIONS:
         raise bad_request(messages.UNSUPPORTED_MEDIA_FORMAT)
     try:
@@ -120,7 +120,10 @@ class Generations:
         self, model: catalog.ModelSpec, values: dict[str, Any], webhook: Any, *, estimate: bool
     ) -> Priced:
         """Check 6 (schema) and check 7 (media length), then the one pricing rule of run and estimate."""
-        normalized = validation.normalize(model.input_schema, values)
+        try:
+            normalized = schema.normalize(model.input_schema, values)
+        except schema.InputError as exc:
+            raise bad_request(exc.message) from None
         seconds = None
         if model.media_field:
             try:

@@ -53,7 +53,7 @@ from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
 from mediagen_nb.sandbox.routing import Ctx, ok, service_endpoint
-from mediagen_nb.spec import fields, limits, messages
+from mediagen_nb.spec import fields, limits, messages, schema
 from mediagen_nb.spec.paths import path
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def classify(url: Any) -> Source:
             raise bad_request(messages.PHOTO_POST)
         if first in ("reel", "reels", "p"):
             return Source(url, "instagram", "9:16")
-    if fetch.extension(url) in VIDEO_EXTENSIONS:
+    if schema.url_extension(url) in VIDEO_EXTENSIONS:
         return Source(url, None, "9:16")
     raise bad_request(messages.UNSUPPORTED_LINK)
 
@@ -596,7 +596,7 @@ class Replication:
                 data = await fetch.download(source.url, self.world.media)
             except fetch.Unreachable:
                 raise bad_request(messages.media_not_reachable("video")) from None
-            seconds, aspect = await asyncio.to_thread(_probe, data, fetch.extension(source.url))
+            seconds, aspect = await asyncio.to_thread(_probe, data, schema.url_extension(source.url))
             if seconds is None:
                 raise bad_request(messages.UNREADABLE_VIDEO_DURATION)
             return seconds, aspect or source.aspect
@@ -846,7 +846,7 @@ class Replication:
 
     async def _check_track(self, url: str) -> None:
         """An uploaded soundtrack must be an .mp3, .wav or .mp4 the service can download."""
-        if fetch.extension(url) not in limits.LENGTH_BILLED_EXTENSIONS:
+        if schema.url_extension(url) not in limits.LENGTH_BILLED_EXTENSIONS:
             raise bad_request(messages.UNSUPPORTED_MEDIA_FORMAT)
         try:
             await fetch.download(url, self.world.media)
