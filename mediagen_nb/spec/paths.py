@@ -51,3 +51,8 @@ CATALOG_PATHS = frozenset({"models", "model", "openapi", "llms_txt"})
 def path(endpoint: str, /, **params: str) -> str:
     """The full path of ``endpoint`` with its ``{id}``-style parameters filled in."""
     return PATHS[endpoint].format(**params)
+
+
+# The real service's {base_url}: not shown by the spec. There is deliberately no guess here (a guess
+# would send keys to a host nobody checked); the client asks for MEDIAGEN_BASE_URL with a key.
+SERVICE_BASE_URL: str | None = None

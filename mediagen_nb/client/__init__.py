@@ -1,0 +1,82 @@
+"""The client: every endpoint of the service, sync and async, polite to the limits, honest about money.
+
+It imports neither pandas nor IPython; it uses the embedded sandbox when no key is configured.
+"""
+
+from mediagen_nb.client.clients import AsyncClient, Client
+from mediagen_nb.client.config import ConfigurationError, Secret
+from mediagen_nb.client.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    CapacityError,
+    ConnectionFailed,
+    GenerationError,
+    GenerationFailed,
+    GenerationTimedOut,
+    InsufficientCreditsError,
+    KeyCapReachedError,
+    MediagenError,
+    ModerationError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    ValidationError,
+    WaitTimeout,
+    WebhookError,
+)
+from mediagen_nb.client.limits import Limits
+from mediagen_nb.client.resources import (
+    Analysis,
+    Blueprint,
+    BlueprintBuild,
+    Estimate,
+    Generation,
+    Model,
+    Pricing,
+    ReplicationRun,
+    ShortVideoJob,
+    VideoOptions,
+)
+from mediagen_nb.client.retry import RetryPolicy
+from mediagen_nb.client.webhooks import WebhookInbox
+
+__all__ = [
+    "APIError",
+    "Analysis",
+    "AsyncClient",
+    "AuthenticationError",
+    "BadRequestError",
+    "Blueprint",
+    "BlueprintBuild",
+    "CapacityError",
+    "Client",
+    "ConfigurationError",
+    "ConnectionFailed",
+    "Estimate",
+    "Generation",
+    "GenerationError",
+    "GenerationFailed",
+    "GenerationTimedOut",
+    "InsufficientCreditsError",
+    "KeyCapReachedError",
+    "Limits",
+    "MediagenError",
+    "Model",
+    "ModerationError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "Pricing",
+    "RateLimitError",
+    "ReplicationRun",
+    "RetryPolicy",
+    "Secret",
+    "ServerError",
+    "ShortVideoJob",
+    "ValidationError",
+    "VideoOptions",
+    "WaitTimeout",
+    "WebhookError",
+    "WebhookInbox",
+]

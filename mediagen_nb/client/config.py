@@ -1,0 +1,134 @@
+"""Where the client talks to and with which key: arguments, then the environment, then the sandbox.
+
+With no key and no base URL, the toolkit uses an embedded sandbox (started once per process on a
+free loopback port) and says so once, in one line. The key is held in a :class:`Secret` whose
+``repr`` never shows it.
+"""
+
+import atexit
+import hashlib
+import os
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mediagen_nb.client.errors import MediagenError
+from mediagen_nb.client.limits import Limits
+from mediagen_nb.spec.paths import SERVICE_BASE_URL
+
+ENV_KEY = "MEDIAGEN_API_KEY"
+ENV_BASE_URL = "MEDIAGEN_BASE_URL"
+ENV_TIME_SCALE = "MEDIAGEN_TIME_SCALE"  # of the sandbox at MEDIAGEN_BASE_URL, or of the embedded one
+EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
+
+
+class ConfigurationError(MediagenError):
+    """The client cannot tell where to connect or with which key."""
+
+
+class Secret:
+    """An API key that never shows itself in a repr, a log line, a traceback or an exception."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigurationError("api_key must be a non-empty string such as pk_live_...")
+        self._value = value.strip()
+
+    def reveal(self) -> str:
+        return self._value
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hash that tells keys apart without showing them."""
+        return hashlib.sha256(self._value.encode()).hexdigest()[:8]
+
+    def __repr__(self) -> str:
+        return f"Secret(fingerprint={self.fingerprint!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an API key is not pickled")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved connection settings of one client."""
+
+    base_url: str
+    keys: tuple[Secret, ...]
+    account: str  # scope of the shared generation-start limiter
+    limits: Limits
+    sandbox: bool  # the embedded sandbox of this process
+
+
+_embedded: Any = None
+_embedded_lock = threading.Lock()
+
+
+def embedded_sandbox() -> Any:
+    """The process's embedded sandbox, started on first use (served on 127.0.0.1, stopped at exit)."""
+    global _embedded
+    with _embedded_lock:
+        if _embedded is None:
+            from mediagen_nb.sandbox import Sandbox
+
+            scale = _time_scale(os.environ.get(ENV_TIME_SCALE)) or EMBEDDED_TIME_SCALE
+            _embedded = Sandbox(time_scale=scale).start()
+            atexit.register(_embedded.stop)
+            print(
+                f"mediagen_nb: no {ENV_KEY} set, so using the embedded sandbox at {_embedded.base_url} "
+                f"(time x{scale:g}, demo credits, nothing real is charged)",
+                file=sys.stderr,
+            )
+        return _embedded
+
+
+def _time_scale(raw: str | None) -> float | None:
+    if not raw:
+        return None
+    try:
+        scale = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}") from None
+    if scale <= 0:
+        raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}")
+    return scale
+
+
+def resolve(
+    api_key: str | Sequence[str] | None,
+    base_url: str | None,
+    *,
+    account: str | None = None,
+    limits: Limits | None = None,
+) -> Settings:
+    """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox."""
+    raw_keys = api_key if api_key is not None else os.environ.get(ENV_KEY) or None
+    base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+    sandbox = raw_keys is None and base_url is None
+    if sandbox:
+        embedded = embedded_sandbox()
+        raw_keys, base_url = embedded.demo_key, embedded.base_url
+        limits = limits or Limits(time_scale=embedded.config.time_scale)
+    if raw_keys is None:
+        raise ConfigurationError(
+            f"no API key: pass api_key= or set {ENV_KEY} (the sandbox prints its demo key)"
+        )
+    base_url = base_url or SERVICE_BASE_URL
+    if base_url is None:
+        raise ConfigurationError(
+            f"no base URL: set {ENV_BASE_URL} to the service's address (the spec's {{base_url}}), "
+            "or unset the key to use the embedded sandbox"
+        )
+    keys = tuple(Secret(k) for k in ([raw_keys] if isinstance(raw_keys, str) else raw_keys))
+    if not keys:
+        raise ConfigurationError("api_key: give at least one key")
+    if limits is None:
+        limits = Limits(time_scale=_time_scale(os.environ.get(ENV_TIME_SCALE)) or 1.0)
+    account = account or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
+    return Settings(base_url.rstrip("/"), keys, account, limits, sandbox)

@@ -1,0 +1,205 @@
+"""One exception hierarchy mirroring the spec's error table, plus the client's own failures.
+
+Every error carries ``status`` (None when no response was read), ``message`` and ``retryable``.
+No error text ever includes the API key: messages come from the service's body or from here.
+"""
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from mediagen_nb.spec import messages
+
+if TYPE_CHECKING:
+    from mediagen_nb.client.resources import Generation
+
+
+class MediagenError(Exception):
+    """Base of every error raised by mediagen_nb."""
+
+    status: int | None = None
+    retryable: bool = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class APIError(MediagenError):
+    """The service answered with an error status."""
+
+    def __init__(self, status: int, message: str, *, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.message}"
+
+
+class BadRequestError(APIError):
+    """400: an invalid request; retry only after fixing it."""
+
+
+class ValidationError(BadRequestError):
+    """400: an input the model's schema refuses. Raised before sending when the client can tell."""
+
+    def __init__(
+        self, message: str, *, field: str | None = None, sent: bool = True, body: Any = None
+    ) -> None:
+        super().__init__(400, message, body=body)
+        self.field = field
+        self.sent = sent  # False: refused by the client, no request made, nothing charged
+
+
+class ModerationError(BadRequestError):
+    """400: a prompt or image refused by content moderation; nothing was charged."""
+
+
+class InsufficientCreditsError(BadRequestError):
+    """400: the balance does not cover the price; ``needed`` and ``balance`` parsed from the message."""
+
+    def __init__(self, status: int, message: str, *, body: Any = None) -> None:
+        super().__init__(status, message, body=body)
+        numbers = [int(n) for n in re.findall(r"(\d+) credits?", message)]
+        balance = re.search(r"balance (?:is|was) (\d+)", message)
+        self.needed: int | None = numbers[0] if numbers else None
+        self.balance: int | None = int(balance.group(1)) if balance else None
+        link = re.search(r"https?://\S+", message)
+        self.top_up_url: str | None = link.group(0).rstrip(".") if link else None
+
+
+class WebhookError(BadRequestError):
+    """400: the webhook URL is refused (https, public host)."""
+
+
+class AuthenticationError(APIError):
+    """401: the key is missing, wrong, expired or revoked."""
+
+
+class PermissionDeniedError(APIError):
+    """403: the account is suspended, or the plan has no API access."""
+
+
+class NotFoundError(APIError):
+    """404: the generation, analysis, run, job or model is not in this account or catalog."""
+
+
+class RateLimitError(APIError):
+    """429: 60 requests a minute on the key (``scope == "key"``) or 60 starts on the account."""
+
+    retryable = True
+
+    def __init__(self, status: int, message: str, *, body: Any = None) -> None:
+        super().__init__(status, message, body=body)
+        self.scope = "account" if message.startswith(messages.TOO_MANY_GENERATIONS) else "key"
+
+
+class KeyCapReachedError(APIError):
+    """429: the key's Monthly credit cap is spent. Not retried: the cap resets at the next month."""
+
+    def __init__(self, status: int, message: str, *, body: Any = None) -> None:
+        super().__init__(status, message, body=body)
+        found = re.search(r"\((\d+) credits\)", message)
+        self.cap: int | None = int(found.group(1)) if found else None
+
+
+class ServerError(APIError):
+    """500: an unexpected server error; retried with backoff."""
+
+    retryable = True
+
+
+class CapacityError(APIError):
+    """503: the model is at capacity; credits were refunded; retried with backoff."""
+
+    retryable = True
+
+
+class ConnectionFailed(MediagenError):
+    """The connection failed or broke before a whole response arrived; retried (starts keep their key)."""
+
+    retryable = True
+
+
+class GenerationError(MediagenError):
+    """A generation that started and then ended ``failed`` (its credits are refunded)."""
+
+    def __init__(self, generation: "Generation") -> None:
+        super().__init__(f"Generation {generation.id} ({generation.model_id}) failed: {generation.error}")
+        self.generation = generation
+
+
+class GenerationFailed(GenerationError):
+    """The model or platform failed the generation."""
+
+
+class GenerationTimedOut(GenerationFailed):
+    """The generation ran past its time limit (``Generation timed out``)."""
+
+
+class WaitTimeout(MediagenError):
+    """A client-side wait ran out of time; the job goes on and can be read again by id."""
+
+    def __init__(self, message: str, last: Any = None) -> None:
+        super().__init__(message)
+        self.last = last
+
+
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    429: RateLimitError,
+    500: ServerError,
+    503: CapacityError,
+}
+_BY_MESSAGE: list[tuple[int, str, type[APIError]]] = [
+    (400, messages.PROMPT_MODERATED, ModerationError),
+    (400, messages.IMAGE_MODERATED, ModerationError),
+    (400, "Not enough credits", InsufficientCreditsError),
+    (400, "webhook", WebhookError),
+    (429, "API key monthly credit limit reached", KeyCapReachedError),
+]
+_VALIDATION_STARTS = (
+    messages.INPUT_NOT_OBJECT,
+    "Missing required field",
+    messages.UNSUPPORTED_MEDIA_FORMAT,
+    messages.UNREADABLE_VIDEO_DURATION,
+)
+
+
+def message_of(body: Any) -> str:
+    """The spec's rule: a string body is the message, otherwise read ``message``."""
+    if isinstance(body, str):
+        return body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    return json.dumps(body) if body is not None else ""
+
+
+def from_response(status: int, raw: bytes) -> APIError:
+    """The error for a non-2xx response, classified by status and the start of its message."""
+    try:
+        body: Any = json.loads(raw) if raw else None
+    except ValueError:
+        body = raw.decode(errors="replace")
+    message = message_of(body) or f"HTTP {status}"
+    for code, start, kind in _BY_MESSAGE:
+        if status == code and message.startswith(start):
+            return kind(status, message, body=body)
+    if status == 400 and (
+        message.startswith(_VALIDATION_STARTS)
+        or " must be " in message
+        or message.endswith("URL is not reachable")
+    ):
+        named = re.match(r"(?:Missing required field: )?([\w\[\].]+)(?: must be| URL is)?", message)
+        return ValidationError(message, field=named.group(1) if named else None, body=body)
+    kind = _BY_STATUS.get(status)
+    if kind is None:
+        kind = ServerError if status >= 500 else APIError
+    error = kind(status, message, body=body)
+    if status >= 500:
+        error.retryable = True
+    return error

@@ -1,0 +1,66 @@
+"""Inline HTML for results: every URL and text escaped, only http(s) sources, nothing that runs.
+
+The markup is plain tags with inline styles, so it renders alike in JupyterLab, Notebook 7 and
+VS Code; media are lazy-loaded so a table of a thousand results stays light.
+"""
+
+from html import escape
+from urllib.parse import urlsplit
+
+_CARD = "font-family:sans-serif;font-size:13px;border:1px solid #ddd;border-radius:6px;padding:8px"
+_STATUS_COLORS = {
+    "succeeded": "#1a7f37",
+    "done": "#1a7f37",
+    "ready": "#1a7f37",
+    "failed": "#cf222e",
+}
+
+
+def safe_url(url: object) -> str | None:
+    """The URL escaped for an attribute, or None unless it is http(s) (no ``javascript:``, no ``data:``)."""
+    if not isinstance(url, str) or urlsplit(url.strip()).scheme.lower() not in ("http", "https"):
+        return None
+    return escape(url.strip(), quote=True)
+
+
+def media(url: object, kind: str | None, *, width: int = 320) -> str:
+    """An ``<img>``, ``<video controls>`` or ``<audio controls>`` for ``url``; a plain link otherwise."""
+    src = safe_url(url)
+    if src is None:
+        return ""
+    if kind == "image":
+        return (
+            f'<img src="{src}" loading="lazy" style="max-width:{width}px;max-height:{width}px" alt="output">'
+        )
+    if kind == "video":
+        return f'<video src="{src}" controls preload="metadata" style="max-width:{width}px"></video>'
+    if kind == "audio":
+        return f'<audio src="{src}" controls preload="metadata"></audio>'
+    return link(url)
+
+
+def link(url: object, text: str | None = None) -> str:
+    src = safe_url(url)
+    if src is None:
+        return escape(str(text or url or ""))
+    return f'<a href="{src}" target="_blank" rel="noopener noreferrer">{escape(text or str(url))}</a>'
+
+
+def badge(status: object) -> str:
+    color = _STATUS_COLORS.get(str(status), "#9a6700")
+    return f'<span style="color:{color};font-weight:bold">{escape(str(status))}</span>'
+
+
+def card(title: str, status: object, facts: list[tuple[str, object]], body: str = "") -> str:
+    """A result card: a title line with the status, a line of facts, then the media."""
+    shown = " · ".join(f"{escape(k)} {escape(str(v))}" for k, v in facts if v is not None)
+    return (
+        f'<div style="{_CARD}"><div><b>{escape(title)}</b> {badge(status)}</div>'
+        f'<div style="color:#555">{shown}</div>{body}</div>'
+    )
+
+
+def error_line(error: object) -> str:
+    if not error:
+        return ""
+    return f'<div style="color:#cf222e">{escape(str(error))}</div>'
