@@ -58,7 +58,8 @@ class Sandbox:
         """Serve on ``host:port`` (0 = a free port) from a background thread; returns when listening."""
         if self._thread is not None:
             raise RuntimeError("this sandbox is already running at " + str(self.base_url))
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: only then does asyncio set TCP_NODELAY on accepted connections (no 40 ms stall)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
