@@ -7,13 +7,17 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     top = argparse.ArgumentParser(prog="mediagen", description="mediagen_nb command line")
-    top.add_argument("command", choices=["sandbox"], help="sandbox: serve the local emulator of the service")
+    top.add_argument(
+        "command",
+        choices=["sandbox", "demo"],
+        help="sandbox: serve the local emulator of the service; demo: the spec's three-step chain",
+    )
     args = top.parse_args(argv[:1])
     if args.command == "sandbox":
-        from mediagen_nb.sandbox.__main__ import main as sandbox_main
-
-        return sandbox_main(argv[1:])
-    return 2
+        from mediagen_nb.sandbox.__main__ import main as command
+    else:
+        from mediagen_nb.demo import main as command
+    return command(argv[1:])
 
 
 if __name__ == "__main__":

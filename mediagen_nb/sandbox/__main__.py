@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"  export MEDIAGEN_BASE_URL={sandbox.base_url}")
     print(f"  export MEDIAGEN_API_KEY={sandbox.demo_key}   # the sandbox's demo key, 3,000 credits")
+    print(f"  export MEDIAGEN_TIME_SCALE={args.time_scale:g}   # so clients pace themselves to this clock")
     print("Press Ctrl-C to stop.", flush=True)
     try:
         sandbox.wait()
