@@ -5,11 +5,20 @@ Everything loads on first use (the client, the sandbox server, media encoders), 
 """
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from mediagen_nb.batch.ledger import Ledger as Ledger
+    from mediagen_nb.batch.template import Template as Template
+    from mediagen_nb.batch.template import template as template
     from mediagen_nb.client import *  # noqa: F403
     from mediagen_nb.sandbox import Sandbox as Sandbox
     from mediagen_nb.sandbox import SandboxConfig as SandboxConfig
@@ -55,6 +64,9 @@ _CLIENT_NAMES = (
 _LAZY = {name: "mediagen_nb.client" for name in _CLIENT_NAMES} | {
     "Sandbox": "mediagen_nb.sandbox",
     "SandboxConfig": "mediagen_nb.sandbox",
+    "template": "mediagen_nb.batch.template",
+    "Template": "mediagen_nb.batch.template",
+    "Ledger": "mediagen_nb.batch.ledger",
 }
 
 __all__ = [*_LAZY, "__version__"]
@@ -68,3 +80,36 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+def _register_accessor() -> None:
+    importlib.import_module("mediagen_nb.batch.accessor")
+
+
+class _AfterPandas(importlib.abc.MetaPathFinder):
+    """Registers ``df.mediagen`` right after pandas is imported, so importing us never imports pandas."""
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name != "pandas":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = spec.loader if spec is not None else None
+        if loader is None:
+            return spec
+        execute = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            execute(module)
+            _register_accessor()
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+if "pandas" in sys.modules:
+    _register_accessor()
+else:
+    sys.meta_path.insert(0, _AfterPandas())

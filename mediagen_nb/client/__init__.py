@@ -3,7 +3,7 @@
 It imports neither pandas nor IPython; it uses the embedded sandbox when no key is configured.
 """
 
-from mediagen_nb.client.clients import AsyncClient, Client
+from mediagen_nb.client.clients import AsyncClient, BaseClient, Client
 from mediagen_nb.client.config import ConfigurationError, Secret
 from mediagen_nb.client.errors import (
     APIError,
@@ -48,6 +48,7 @@ __all__ = [
     "AsyncClient",
     "AuthenticationError",
     "BadRequestError",
+    "BaseClient",
     "Blueprint",
     "BlueprintBuild",
     "CapacityError",

@@ -29,6 +29,8 @@ from mediagen_nb.client.resources import (
 )
 from mediagen_nb.client.retry import RetryPolicy
 
+# Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
+POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)
 P = ParamSpec("P")
 T = TypeVar("T")
 Self = TypeVar("Self", bound="BaseClient")
@@ -60,7 +62,12 @@ class operation(Generic[P, T]):
 
 
 def _input(input: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """``input`` and keyword fields merged (keywords win), so both call styles work."""
+    """``input`` and keyword fields merged (keywords win), so both call styles work.
+
+    A non-object ``input`` is passed on as it is: the operation refuses it (``input must be an object``).
+    """
+    if input is not None and not isinstance(input, Mapping):
+        return input  # type: ignore[return-value]
     return {**(input or {}), **fields}
 
 
@@ -76,15 +83,15 @@ class BaseClient:
         limits: Limits | None = None,
         retry: RetryPolicy | None = None,
         timeout: float = 30.0,
+        settings: Settings | None = None,
     ) -> None:
         """Connect with ``api_key`` (or several keys of one account, pooled) to ``base_url``.
 
         Without either, ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL`` are read; with neither set,
         the embedded sandbox is used. ``limits`` must match a time-scaled sandbox (see for_sandbox).
         """
-        self._engine = Engine(
-            resolve(api_key, base_url, account=account, limits=limits), retry or RetryPolicy(), timeout
-        )
+        settings = settings or resolve(api_key, base_url, account=account, limits=limits)
+        self._engine = Engine(settings, retry or RetryPolicy(), timeout)
 
     @property
     def settings(self) -> Settings:
@@ -333,7 +340,7 @@ class Client(BaseClient):
         **options: Any,
     ) -> None:
         super().__init__(api_key, **options)
-        self._http = http_client or httpx.Client(transport=transport, follow_redirects=True)
+        self._http = http_client or httpx.Client(transport=transport, follow_redirects=True, limits=POOL)
         self._owns_http = http_client is None
 
     @classmethod
@@ -386,8 +393,13 @@ class AsyncClient(BaseClient):
         **options: Any,
     ) -> None:
         super().__init__(api_key, **options)
-        self._http = http_client or httpx.AsyncClient(transport=transport, follow_redirects=True)
+        self._http = http_client or httpx.AsyncClient(transport=transport, follow_redirects=True, limits=POOL)
         self._owns_http = http_client is None
+
+    @classmethod
+    def like(cls, other: BaseClient, **options: Any) -> "AsyncClient":
+        """An AsyncClient with the same service, keys, account and limits as ``other``."""
+        return cls(settings=other.settings, **options)
 
     @classmethod
     def for_sandbox(cls, sandbox: Any, **options: Any) -> "AsyncClient":

@@ -7,6 +7,7 @@ free loopback port) and says so once, in one line. The key is held in a :class:`
 
 import atexit
 import hashlib
+import math
 import os
 import sys
 import threading
@@ -36,6 +37,9 @@ class Secret:
     def __init__(self, value: str) -> None:
         if not isinstance(value, str) or not value.strip():
             raise ConfigurationError("api_key must be a non-empty string such as pk_live_...")
+        if not (value.strip().isascii() and value.strip().isprintable()):
+            # Checked here, without showing the key: httpx's header error would carry it in its args.
+            raise ConfigurationError("api_key has a stray non-ASCII or control character; paste it again")
         self._value = value.strip()
 
     def reveal(self) -> str:
@@ -95,7 +99,7 @@ def _time_scale(raw: str | None) -> float | None:
         scale = float(raw)
     except ValueError:
         raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}") from None
-    if scale <= 0:
+    if not 0 < scale < math.inf:  # also refuses nan and inf
         raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}")
     return scale
 

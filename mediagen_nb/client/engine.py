@@ -210,7 +210,7 @@ class Engine:
         if validate:
             input = self.check_input((yield from self._catalog_model(model_id)), input)
         data = yield from self.send(
-            Call("POST", "estimate", body={"modelId": model_id, "input": dict(input)})
+            Call("POST", "estimate", body={"modelId": model_id, "input": _plain(input)})
         )
         return Estimate.from_api(data)
 
@@ -225,7 +225,7 @@ class Engine:
         """Start a generation (charges credits). Retries reuse one Idempotency-Key, so one charge."""
         if validate:
             input = self.check_input((yield from self._catalog_model(model_id)), input)
-        body: dict[str, Any] = {"modelId": model_id, "input": dict(input)}
+        body: dict[str, Any] = {"modelId": model_id, "input": _plain(input)}
         if webhook is not None:
             body["webhook"] = webhook
         key = (idempotency_key or uuid.uuid4().hex)[: spec_limits.IDEMPOTENCY_KEY_CHARS]
@@ -528,6 +528,11 @@ class Engine:
         if payload.get("id") and payload.get("modelId"):
             return (yield from self.generation(str(payload["id"])))
         raise errors.ValidationError("webhook body names no generation, run or job", field="body", sent=False)
+
+
+def _plain(input: Any) -> Any:
+    """An input mapping as a dict for the body; anything else as it is (the service refuses it)."""
+    return dict(input) if isinstance(input, Mapping) else input
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:

@@ -192,6 +192,7 @@ def from_response(status: int, raw: bytes) -> APIError:
     if status == 400 and (
         message.startswith(_VALIDATION_STARTS)
         or " must be " in message
+        or " must have " in message
         or message.endswith("URL is not reachable")
     ):
         named = re.match(r"(?:Missing required field: )?([\w\[\].]+)(?: must be| URL is)?", message)

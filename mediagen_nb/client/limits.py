@@ -8,6 +8,7 @@ time scale (for a time-scaled sandbox), plus a small margin for network latency.
 """
 
 import hashlib
+import math
 import threading
 import time
 from collections import deque
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from mediagen_nb.spec import limits as spec_limits
 
 _LOCK = threading.Lock()
+# Network latency is real time: it does not shrink with a time-scaled sandbox, so the margin never does.
+MIN_MARGIN = 0.25  # real seconds
 
 
 @dataclass(frozen=True)
@@ -26,11 +29,13 @@ class Limits:
     starts_per_account: int = spec_limits.STARTS_PER_ACCOUNT
     window: float = spec_limits.WINDOW_SECONDS  # service seconds
     time_scale: float = 1.0  # service seconds per real second
-    margin: float | None = None  # real seconds added to each window; default: 5% of it, at most 1 s
+    margin: float | None = None  # real seconds added to each window; default: 5% of it, 0.25 s to 1 s
 
     def __post_init__(self) -> None:
-        if self.time_scale <= 0 or self.window <= 0:
-            raise ValueError("Limits: time_scale and window must be positive")
+        if not (0 < self.time_scale < math.inf and 0 < self.window < math.inf):
+            raise ValueError("Limits: time_scale and window must be positive and finite")
+        if self.margin is not None and not 0 <= self.margin < math.inf:
+            raise ValueError("Limits: margin must be a finite number of real seconds, 0 or more")
         if self.requests_per_key < 1 or self.starts_per_account < 1:
             raise ValueError("Limits: requests_per_key and starts_per_account must be at least 1")
 
@@ -41,7 +46,7 @@ class Limits:
     @property
     def real_window(self) -> float:
         base = self.real(self.window)
-        return base + (self.margin if self.margin is not None else min(1.0, 0.05 * base))
+        return base + (self.margin if self.margin is not None else min(1.0, max(MIN_MARGIN, 0.05 * base)))
 
 
 class RollingLimiter:

@@ -42,7 +42,10 @@ class WebhookInbox:
 
         With an AsyncClient the result is awaitable.
         """
-        payload = json.loads(body) if isinstance(body, (bytes, str)) else body
+        try:
+            payload = json.loads(body) if isinstance(body, (bytes, str)) else body
+        except ValueError:  # anyone can POST to a webhook URL: a body that is not JSON names nothing
+            payload = None
         ident = notified_id(payload) if isinstance(payload, Mapping) else None
         with self._lock:
             known, finished = ident in self._expected, self._finished.get(ident or "")

@@ -96,6 +96,11 @@ def too_many_items(field: str, max_items: int) -> str:
     return f"{field} must have at most {max_items} items"
 
 
+def too_few_items(field: str, min_items: int) -> str:
+    """Ours, for a schema's minItems."""
+    return f"{field} must have at least {min_items} item" + ("" if min_items == 1 else "s")
+
+
 def media_not_reachable(field: str) -> str:
     """The spec's ``audio URL is not reachable``, named after the field that failed."""
     return f"{field} URL is not reachable"

@@ -69,6 +69,8 @@ def _check(name: str, prop: Mapping[str, Any], value: Any) -> Any:
     if kind == "array":
         if "maxItems" in prop and len(value) > prop["maxItems"]:
             raise InputError(name, messages.too_many_items(name, prop["maxItems"]))
+        if "minItems" in prop and len(value) < prop["minItems"]:
+            raise InputError(name, messages.too_few_items(name, prop["minItems"]))
         items = prop.get("items", {})
         value = [_check(f"{name}[{i}]", items, item) for i, item in enumerate(value)]
     return value

@@ -1,0 +1,292 @@
+"""Estimate and run a DataFrame of inputs: the engine behind ``df.mediagen`` and ``mediagen sweep``.
+
+Everything runs on one background event loop with an AsyncClient, so a blocking ``run`` and a
+non-blocking ``submit`` are the same code, and the kernel stays usable during a long sweep.
+"""
+
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from mediagen_nb.batch import loop
+from mediagen_nb.batch.estimates import Price, price_rows
+from mediagen_nb.batch.ledger import Ledger
+from mediagen_nb.batch.plan import Columns, Row, plan_rows, resolve_columns
+from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
+from mediagen_nb.client import AsyncClient, BaseClient, Model
+from mediagen_nb.client.errors import ValidationError
+from mediagen_nb.spec import messages
+
+RESULT_COLUMNS = ("generation_id", "status", "output_url", "output_urls", "credits", "error", "elapsed_s")
+
+_default: AsyncClient | None = None
+_default_lock = threading.Lock()
+
+
+def async_client(client: BaseClient | None) -> AsyncClient:
+    """The AsyncClient a batch runs with: the one given, one like the sync client given, or the default."""
+    global _default
+    if isinstance(client, AsyncClient):
+        return client
+    if client is not None:
+        return AsyncClient.like(client)
+    with _default_lock:
+        if _default is None:
+            _default = AsyncClient()
+        return _default
+
+
+def _call(coroutine: Any) -> Any:
+    return loop.submit(coroutine).result()
+
+
+def prepare(
+    df: pd.DataFrame,
+    model_id: str,
+    columns: Columns,
+    constants: Mapping[str, Any],
+    client: AsyncClient,
+    *,
+    run_name: str = "",
+) -> tuple[Model, list[Row]]:
+    """The model and one checked Row per DataFrame row; mapping errors raise before any request."""
+    models = {m.id: m for m in _call(client.models())}
+    if model_id not in models:
+        raise ValidationError(messages.unknown_model(model_id, models), field="model", sent=False)
+    model = models[model_id]
+    by_field = resolve_columns(model, list(df.columns), columns, constants)
+    records = df.to_dict("records")
+    scope = f"{client.base_url}|{client.settings.account}"
+    return model, plan_rows(
+        records, model, by_field, constants, client.check_input, scope=scope, run_name=run_name
+    )
+
+
+class EstimateSummary:
+    """Total, by price class, the largest rows, and the total against a budget or a key's cap."""
+
+    def __init__(
+        self, model: Model, frame: pd.DataFrame, requests: int, budget: int | None, key_cap: int | None
+    ) -> None:
+        self.model_id = model.id
+        self.requests = requests
+        priced = frame[frame["credits"].notna()]
+        self.total = int(priced["credits"].sum())
+        self.rows = len(frame)
+        self.invalid = int(frame["credits"].isna().sum())
+        self.by_class = (
+            priced.groupby(["credits", "billing"]).size().rename("rows").reset_index().sort_values("credits")
+        )
+        self.largest = priced.nlargest(5, "credits")
+        self.limits = {
+            name: value for name, value in (("budget", budget), ("key cap", key_cap)) if value is not None
+        }
+
+    def _limit_lines(self) -> list[str]:
+        lines = []
+        for name, value in self.limits.items():
+            verdict = "fits" if self.total <= value else f"exceeds it by {self.total - value}"
+            lines.append(f"against the {name} of {value} credits: {verdict}")
+        return lines
+
+    def __str__(self) -> str:
+        head = (
+            f"{self.model_id}: {self.total} credits for {self.rows - self.invalid} rows "
+            f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
+        )
+        classes = [f"  {r.rows} x {r.credits} credits  {r.billing}" for r in self.by_class.itertuples()]
+        return "\n".join([head, *classes, *self._limit_lines()])
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        classes = "".join(
+            f"<tr><td>{r.rows}</td><td>{r.credits}</td><td>{escape(str(r.billing))}</td></tr>"
+            for r in self.by_class.itertuples()
+        )
+        limits = "".join(f"<div>{escape(line)}</div>" for line in self._limit_lines())
+        return (
+            f"<div><b>{escape(self.model_id)}</b>: <b>{self.total}</b> credits "
+            f"for {self.rows - self.invalid} rows "
+            f"({self.invalid} invalid, never sent), {self.requests} estimate requests</div>"
+            f"<table><tr><th>rows</th><th>credits each</th><th>billing</th></tr>{classes}</table>{limits}"
+        )
+
+
+def _show(summary: Any) -> None:
+    """Display in a notebook when IPython is already running, else print."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and type(shell).__name__ != "TerminalInteractiveShell":
+        from IPython.display import display
+
+        display(summary)
+    else:
+        print(summary)
+
+
+def estimate(
+    df: pd.DataFrame,
+    model_id: str,
+    columns: Columns = None,
+    *,
+    client: BaseClient | None = None,
+    budget: int | None = None,
+    key_cap: int | None = None,
+    show: bool = True,
+    **constants: Any,
+) -> pd.DataFrame:
+    """A copy of ``df`` with ``credits`` and ``billing`` per row (and ``error`` for invalid rows)."""
+    aclient = async_client(client)
+    model, rows = prepare(df, model_id, columns, constants, aclient)
+    prices, requests = _call(price_rows(aclient, model, rows))
+    out = df.copy()
+    out["credits"] = pd.array([_credits(prices.get(r.position)) for r in rows], dtype="Int64")
+    out["billing"] = [prices[r.position].billing if r.position in prices else None for r in rows]
+    out["error"] = [r.error or (prices[r.position].error if r.position in prices else None) for r in rows]
+    summary = EstimateSummary(model, out, requests, budget, key_cap)
+    out.attrs["mediagen_estimate"] = summary
+    if show:
+        _show(summary)
+    return out
+
+
+def _credits(price: Price | None) -> int | None:
+    return price.credits if price is not None else None
+
+
+class SweepHandle:
+    """A sweep running in the background: ``progress``, ``result()``, ``cancel()``."""
+
+    def __init__(self, sweep: Sweep, future: "Future[dict[int, Outcome]]", finish: Any, bar: Any) -> None:
+        self._sweep = sweep
+        self._future = future
+        self._finish = finish
+        self._bar = bar
+        self._frame: pd.DataFrame | None = None
+
+    @property
+    def progress(self) -> dict[str, int]:
+        """Rows total, done, failed, running, reused from the ledger, and credits spent so far."""
+        snapshot = asdict(self._sweep.progress)
+        snapshot.pop("listeners", None)
+        return snapshot
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop starting rows; what finished is kept, in-flight rows stay in the ledger for a re-run."""
+        loop.background_loop().call_soon_threadsafe(self._sweep.cancel, f"not started: {reason}")
+
+    def result(self, timeout: float | None = None) -> pd.DataFrame:
+        """The result frame; waits for the sweep (Ctrl-C while waiting cancels it, keeping what finished)."""
+        if self._frame is None:
+            try:
+                outcomes = self._future.result(timeout)
+            except KeyboardInterrupt:
+                self.cancel("interrupted (Ctrl-C)")
+                outcomes = self._future.result(60)
+                print(
+                    "mediagen_nb: interrupted; finished rows are kept and the ledger is up to date: "
+                    "run the same cell again to resume without paying twice",
+                    file=sys.stderr,
+                )
+            except FutureTimeout:
+                raise TimeoutError(f"the sweep is still running: {self.progress}") from None
+            if self._bar is not None:
+                self._bar.close()
+            self._frame = self._finish(outcomes)
+        return self._frame
+
+    def __repr__(self) -> str:
+        p = self._sweep.progress
+        state = "finished" if self.done() else "running"
+        return f"<SweepHandle {state}: {p.done}/{p.total} done, {p.failed} failed, {p.credits} credits>"
+
+    def _repr_html_(self) -> str:
+        return escape(repr(self))
+
+
+def _progress_bar(progress: Progress, total: int, enabled: bool) -> Any:
+    if not enabled or total == 0:
+        return None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc="mediagen", unit="row")
+    lock = threading.Lock()
+
+    def update(p: Progress) -> None:
+        with lock:
+            bar.n = p.done + p.failed
+            bar.set_postfix(done=p.done, failed=p.failed, running=p.running, credits=p.credits, refresh=False)
+            bar.refresh()
+
+    progress.listeners.append(update)
+    return bar
+
+
+def submit(
+    df: pd.DataFrame,
+    model_id: str,
+    columns: Columns = None,
+    *,
+    client: BaseClient | None = None,
+    prefix: str = "",
+    max_credits: int | None = None,
+    run_name: str = "",
+    fresh: bool = False,
+    ledger: str | Path | Ledger | None = None,
+    progress: bool = True,
+    **constants: Any,
+) -> SweepHandle:
+    """Start a sweep in the background and return its handle at once."""
+    aclient = async_client(client)
+    if fresh:
+        run_name = f"{run_name}|fresh-{time.time_ns()}"
+    model, rows = prepare(df, model_id, columns, constants, aclient, run_name=run_name)
+    prices: dict[int, Price] = {}
+    if max_credits is not None:
+        prices, _ = _call(price_rows(aclient, model, rows))
+        total = sum(p.credits or 0 for p in prices.values())
+        if total > max_credits:
+            raise ValidationError(
+                f"max_credits: the estimate is {total} credits for {len(prices)} rows, "
+                f"over max_credits={max_credits}; "
+                "raise it or run fewer rows (see df.mediagen.estimate)",
+                field="max_credits",
+                sent=False,
+            )
+    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    sweep = Sweep(
+        aclient,
+        model,
+        rows,
+        book,
+        prices={pos: p.credits or 0 for pos, p in prices.items()},
+        max_credits=max_credits,
+    )
+    bar = _progress_bar(sweep.progress, len(rows), progress)
+
+    def finish(outcomes: dict[int, Outcome]) -> pd.DataFrame:
+        out = df.copy()
+        table = [outcome_fields(outcomes.get(r.position, Outcome("skipped"))) for r in rows]
+        for name in RESULT_COLUMNS:
+            out[prefix + name] = [entry[name] for entry in table]
+        return out
+
+    return SweepHandle(sweep, loop.submit(sweep.run()), finish, bar)
+
+
+def run(df: pd.DataFrame, model_id: str, columns: Columns = None, **options: Any) -> pd.DataFrame:
+    """Run every row and return a copy of ``df`` with the result columns; Ctrl-C keeps what finished."""
+    return submit(df, model_id, columns, **options).result()
