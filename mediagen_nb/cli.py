@@ -9,12 +9,14 @@ def main(argv: list[str] | None = None) -> int:
     top = argparse.ArgumentParser(prog="mediagen", description="mediagen_nb command line")
     top.add_argument(
         "command",
-        choices=["sandbox", "demo"],
-        help="sandbox: serve the local emulator of the service; demo: the spec's three-step chain",
+        choices=["sandbox", "demo", "sweep"],
+        help="sandbox: serve the emulator; demo: a sweep and the three-step chain; sweep: run a spreadsheet",
     )
     args = top.parse_args(argv[:1])
     if args.command == "sandbox":
         from mediagen_nb.sandbox.__main__ import main as command
+    elif args.command == "sweep":
+        from mediagen_nb.batch.cli import main as command
     else:
         from mediagen_nb.demo import main as command
     return command(argv[1:])

@@ -1,10 +1,13 @@
-"""The spec's three-step chain with the client: a face, a cloned voice, a lip-synced video.
+"""The main job: a bundled spreadsheet sweep, then the spec's three-step chain.
 
-``mediagen demo`` runs it on the embedded sandbox (no key needed) or, with ``MEDIAGEN_API_KEY``
-and ``MEDIAGEN_BASE_URL`` set, on the service; each step's output URL feeds the next one.
+``mediagen demo`` runs on the embedded sandbox (no key needed) or, with ``MEDIAGEN_API_KEY`` and
+``MEDIAGEN_BASE_URL`` set, on the service. The sweep prices the bundled prompts, runs them with a
+progress bar and writes an HTML gallery; the chain makes a face, a cloned voice and a lip-synced
+video, each step's output URL feeding the next one.
 """
 
 import argparse
+from importlib import resources
 from pathlib import Path
 
 import httpx
@@ -47,6 +50,32 @@ def download(generations: list[Generation], folder: Path) -> list[Path]:
     return saved
 
 
+def bundled_prompts() -> Path:
+    """The sample spreadsheet shipped with the package (12 subjects, styles, qualities, aspect ratios)."""
+    return Path(str(resources.files("mediagen_nb") / "data" / "prompts.xlsx"))
+
+
+def sweep(folder: Path) -> None:
+    """Estimate, run and show the bundled spreadsheet as a gallery (via ``mediagen sweep``)."""
+    from mediagen_nb.batch.cli import main as sweep_main
+
+    print(f"== sweep: {bundled_prompts().name} through gpt-image-2")
+    code = sweep_main(
+        [
+            str(bundled_prompts()),
+            "--model=gpt-image-2",
+            "--template=prompt=A {style} picture of {subject}",
+            f"--out={folder / 'sweep-results.xlsx'}",
+            f"--download={folder / 'sweep-media'}",
+            f"--gallery={folder / 'gallery.html'}",
+            f"--ledger={folder / 'ledger.sqlite'}",
+            "--fresh",
+        ]
+    )
+    if code:
+        raise SystemExit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mediagen demo", description=__doc__.splitlines()[0])
     parser.add_argument("--voice", help="public https .mp3/.wav voice sample (default: the sandbox's sample)")
@@ -54,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("mediagen-demo"), help="folder for the results")
     args = parser.parse_args(argv)
     with Client() as client:
+        sweep(args.out)
+        print("== the three-step chain: face -> voice -> lip-sync")
         voice = args.voice
         if voice is None:
             if not client.settings.sandbox:

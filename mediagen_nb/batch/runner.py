@@ -75,21 +75,36 @@ class EstimateSummary:
     """Total, by price class, the largest rows, and the total against a budget or a key's cap."""
 
     def __init__(
-        self, model: Model, frame: pd.DataFrame, requests: int, budget: int | None, key_cap: int | None
+        self,
+        model: Model,
+        frame: pd.DataFrame,
+        classes: list[str],
+        requests: int,
+        budget: int | None,
+        key_cap: int | None,
     ) -> None:
         self.model_id = model.id
         self.requests = requests
+        frame = frame.assign(price_class=classes)
         priced = frame[frame["credits"].notna()]
         self.total = int(priced["credits"].sum())
         self.rows = len(frame)
         self.invalid = int(frame["credits"].isna().sum())
         self.by_class = (
-            priced.groupby(["credits", "billing"]).size().rename("rows").reset_index().sort_values("credits")
+            priced.groupby(["price_class", "credits"])
+            .size()
+            .rename("rows")
+            .reset_index()
+            .sort_values("credits")
         )
         self.largest = priced.nlargest(5, "credits")
         self.limits = {
             name: value for name, value in (("budget", budget), ("key cap", key_cap)) if value is not None
         }
+
+    def _largest_line(self) -> str:
+        shown = ", ".join(f"row {label}: {credits}" for label, credits in self.largest["credits"].items())
+        return f"largest rows: {shown}"
 
     def _limit_lines(self) -> list[str]:
         lines = []
@@ -103,22 +118,24 @@ class EstimateSummary:
             f"{self.model_id}: {self.total} credits for {self.rows - self.invalid} rows "
             f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
         )
-        classes = [f"  {r.rows} x {r.credits} credits  {r.billing}" for r in self.by_class.itertuples()]
-        return "\n".join([head, *classes, *self._limit_lines()])
+        classes = [f"  {r.rows} x {r.credits} credits  ({r.price_class})" for r in self.by_class.itertuples()]
+        return "\n".join([head, *classes, self._largest_line(), *self._limit_lines()])
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
         classes = "".join(
-            f"<tr><td>{r.rows}</td><td>{r.credits}</td><td>{escape(str(r.billing))}</td></tr>"
+            f"<tr><td>{r.rows}</td><td>{r.credits}</td><td>{escape(str(r.price_class))}</td></tr>"
             for r in self.by_class.itertuples()
         )
-        limits = "".join(f"<div>{escape(line)}</div>" for line in self._limit_lines())
+        limits = "".join(
+            f"<div>{escape(line)}</div>" for line in [self._largest_line(), *self._limit_lines()]
+        )
         return (
             f"<div><b>{escape(self.model_id)}</b>: <b>{self.total}</b> credits "
             f"for {self.rows - self.invalid} rows "
             f"({self.invalid} invalid, never sent), {self.requests} estimate requests</div>"
-            f"<table><tr><th>rows</th><th>credits each</th><th>billing</th></tr>{classes}</table>{limits}"
+            f"<table><tr><th>rows</th><th>credits each</th><th>price class</th></tr>{classes}</table>{limits}"
         )
 
 
@@ -153,11 +170,19 @@ def estimate(
     out["credits"] = pd.array([_credits(prices.get(r.position)) for r in rows], dtype="Int64")
     out["billing"] = [prices[r.position].billing if r.position in prices else None for r in rows]
     out["error"] = [r.error or (prices[r.position].error if r.position in prices else None) for r in rows]
-    summary = EstimateSummary(model, out, requests, budget, key_cap)
+    classes = [price_class(model, r) for r in rows]
+    summary = EstimateSummary(model, out, classes, requests, budget, key_cap)
     out.attrs["mediagen_estimate"] = summary
     if show:
         _show(summary)
     return out
+
+
+def price_class(model: Model, row: Row) -> str:
+    """What sets this row's price: its values of the model's ``varies_by`` inputs, or the listed price."""
+    if model.pricing is None:
+        return "listed price"
+    return ", ".join(f"{name}={(row.input or {}).get(name)}" for name in model.varies_by)
 
 
 def _credits(price: Price | None) -> int | None:

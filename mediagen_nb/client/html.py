@@ -17,8 +17,12 @@ _STATUS_COLORS = {
 
 
 def safe_url(url: object) -> str | None:
-    """The URL escaped for an attribute, or None unless it is http(s) (no ``javascript:``, no ``data:``)."""
-    if not isinstance(url, str) or urlsplit(url.strip()).scheme.lower() not in ("http", "https"):
+    """The URL escaped for an attribute: http(s) or a relative path, never ``javascript:`` or ``data:``."""
+    if (
+        not isinstance(url, str)
+        or not url.strip()
+        or urlsplit(url.strip()).scheme.lower() not in ("http", "https", "")
+    ):
         return None
     return escape(url.strip(), quote=True)
 
