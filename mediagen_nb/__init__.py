@@ -69,7 +69,28 @@ _LAZY = {name: "mediagen_nb.client" for name in _CLIENT_NAMES} | {
     "Ledger": "mediagen_nb.batch.ledger",
 }
 
-__all__ = [*_LAZY, "__version__"]
+__all__ = [*_LAZY, "__version__", "catalog", "form", "load_ipython_extension"]
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext mediagen_nb``: the magics (forms and the browser load when first opened)."""
+    from mediagen_nb.notebook import load_ipython_extension as load
+
+    load(shell)
+
+
+def form(model_id: str, client: Any = None) -> Any:
+    """An ipywidgets form for ``model_id`` built from its input schema (see mediagen_nb.notebook)."""
+    from mediagen_nb.notebook import form as build
+
+    return build(model_id, client)
+
+
+def catalog(client: Any = None) -> Any:
+    """A browser of every catalog model; selecting one opens its form."""
+    from mediagen_nb.notebook import catalog as browse
+
+    return browse(client)
 
 
 def __getattr__(name: str) -> Any:

@@ -110,11 +110,17 @@ def resolve(
     *,
     account: str | None = None,
     limits: Limits | None = None,
+    sandbox: bool = False,
 ) -> Settings:
-    """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox."""
-    raw_keys = api_key if api_key is not None else os.environ.get(ENV_KEY) or None
-    base_url = base_url or os.environ.get(ENV_BASE_URL) or None
-    sandbox = raw_keys is None and base_url is None
+    """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox.
+
+    ``sandbox=True`` uses the embedded sandbox whatever the environment says.
+    """
+    if not sandbox:
+        api_key = api_key if api_key is not None else os.environ.get(ENV_KEY) or None
+        base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+    raw_keys = api_key
+    sandbox = sandbox or (raw_keys is None and base_url is None)
     if sandbox:
         embedded = embedded_sandbox()
         raw_keys, base_url = embedded.demo_key, embedded.base_url

@@ -1,0 +1,76 @@
+"""A one-line live status (stage, elapsed time) in the output of the cell that started a job.
+
+In JupyterLab, Notebook 7 and VS Code it is a display that updates in place; in a terminal
+IPython nothing is drawn until the result, which prints as readable text.
+"""
+
+import threading
+import time
+from html import escape
+from typing import Any
+
+
+def describe(item: Any) -> str:
+    """A short status of a generation, analysis, replication run or topic-to-video job."""
+    status = getattr(item, "status", None) or "starting"
+    name = type(item).__name__
+    if name == "ReplicationRun" and status == "generating":
+        return f"generating clips {item.done_clips or 0}/{item.total_clips or '?'}"
+    if name == "ShortVideoJob" and isinstance(item.progress, (int, float)):
+        return f"{item.stage or status} {item.progress:.0%}"
+    if (
+        name == "Analysis"
+        and status == "ready"
+        and item.blueprint is not None
+        and not item.blueprint.has_prompts
+    ):
+        return "ready; writing clip prompts"
+    return str(status)
+
+
+def is_rich(shell: Any) -> bool:
+    """True under a Jupyter kernel (rich outputs); False in a terminal IPython or plain Python."""
+    return getattr(shell, "kernel", None) is not None
+
+
+class Live:
+    """A status line that shows ``title``, the latest status and the seconds since it started."""
+
+    def __init__(self, shell: Any, title: str) -> None:
+        self.title = title
+        self.status = "starting"
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._handle = None
+        if is_rich(shell):
+            from IPython.display import HTML, display
+
+            self._html = HTML
+            self._handle = display(HTML(self._line()), display_id=True)
+            threading.Thread(target=self._tick, name="mediagen-live", daemon=True).start()
+
+    def _line(self, icon: str = "&#8987;") -> str:
+        elapsed = time.monotonic() - self.started
+        return (
+            f'<div style="font-family:sans-serif;font-size:13px;color:#555">{icon} '
+            f"{escape(self.title)}: {escape(self.status)} · {elapsed:.0f} s</div>"
+        )
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            self._show()
+
+    def _show(self, icon: str = "&#8987;") -> None:
+        if self._handle is not None:
+            self._handle.update(self._html(self._line(icon)))
+
+    def update(self, item: Any) -> None:
+        """Take the latest reading of the job (an ``on_update`` callback)."""
+        self.status = describe(item)
+        self._show()
+
+    def close(self, status: str, ok: bool = True) -> None:
+        """Stop ticking and leave a final line; the result itself is the cell's value."""
+        self._stop.set()
+        self.status = status
+        self._show("&#10003;" if ok else "&#10007;")
