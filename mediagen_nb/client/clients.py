@@ -84,13 +84,14 @@ class BaseClient:
         retry: RetryPolicy | None = None,
         timeout: float = 30.0,
         settings: Settings | None = None,
+        sandbox: bool = False,
     ) -> None:
         """Connect with ``api_key`` (or several keys of one account, pooled) to ``base_url``.
 
-        Without either, ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL`` are read; with neither set,
-        the embedded sandbox is used. ``limits`` must match a time-scaled sandbox (see for_sandbox).
+        Without either, ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL`` are read; with neither set (or
+        ``sandbox=True``), the embedded sandbox is used. ``limits`` must match a time-scaled sandbox.
         """
-        settings = settings or resolve(api_key, base_url, account=account, limits=limits)
+        settings = settings or resolve(api_key, base_url, account=account, limits=limits, sandbox=sandbox)
         self._engine = Engine(settings, retry or RetryPolicy(), timeout)
 
     @property
