@@ -18,7 +18,7 @@ from mediagen_nb.spec import limits as spec_limits
 
 _LOCK = threading.Lock()
 # Network latency is real time: it does not shrink with a time-scaled sandbox, so the margin never does.
-MIN_MARGIN = 0.25  # real seconds
+MIN_MARGIN = 0.5  # real seconds (60 new connections at once can take a quarter second to arrive)
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Limits:
     starts_per_account: int = spec_limits.STARTS_PER_ACCOUNT
     window: float = spec_limits.WINDOW_SECONDS  # service seconds
     time_scale: float = 1.0  # service seconds per real second
-    margin: float | None = None  # real seconds added to each window; default: 5% of it, 0.25 s to 1 s
+    margin: float | None = None  # real seconds added to each window; default: 5% of it, 0.5 s to 1 s
 
     def __post_init__(self) -> None:
         if not (0 < self.time_scale < math.inf and 0 < self.window < math.inf):

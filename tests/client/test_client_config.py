@@ -1,0 +1,142 @@
+"""Where a client connects and with which key: arguments, then MEDIAGEN_*, then the embedded sandbox."""
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from _kit import unused_port
+
+from mediagen_nb.client import Client, ConfigurationError, Estimate, Limits
+from mediagen_nb.sandbox import Sandbox
+from mediagen_nb.spec.paths import path
+
+ROOT = Path(__file__).resolve().parents[2]
+IMAGE = {"prompt": "a paper boat on a pond", "quality": "low"}
+ENV = ("MEDIAGEN_API_KEY", "MEDIAGEN_BASE_URL", "MEDIAGEN_TIME_SCALE")
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No MEDIAGEN_* variable set (the test sets what it needs)."""
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.fixture
+def real_time_sandbox() -> Iterator[Sandbox]:
+    """A served sandbox at real speed (time x1), so a key's 60 requests a minute really bind."""
+    with Sandbox(time_scale=1, seed=1) as sandbox:
+        yield sandbox
+
+
+def test_explicit_arguments_beat_the_environment(clean_env: pytest.MonkeyPatch, served: Sandbox) -> None:
+    dead = f"http://127.0.0.1:{unused_port()}"
+    clean_env.setenv("MEDIAGEN_API_KEY", "pk_live_from_the_environment")
+    clean_env.setenv("MEDIAGEN_BASE_URL", dead)
+    clean_env.setenv("MEDIAGEN_TIME_SCALE", "5")
+    limits = Limits(time_scale=600)
+    with Client(served.demo_key, base_url=served.base_url, limits=limits) as client:
+        settings = client.settings
+        assert settings.base_url == served.base_url and not settings.sandbox
+        assert [k.reveal() for k in settings.keys] == [served.demo_key]
+        assert settings.limits is limits
+        assert isinstance(client.estimate("gpt-image-2", IMAGE), Estimate), "it really talks to the argument"
+    with Client(served.demo_key) as half:
+        assert half.base_url == dead and half.settings.keys[0].reveal() == served.demo_key
+        assert half.settings.limits.time_scale == 5
+    with Client(base_url=served.base_url + "/") as other:
+        assert other.base_url == served.base_url, "one trailing slash is dropped"
+        assert other.settings.keys[0].reveal() == "pk_live_from_the_environment"
+
+
+def test_the_environment_alone_configures_a_client(clean_env: pytest.MonkeyPatch, served: Sandbox) -> None:
+    assert served.base_url is not None
+    clean_env.setenv("MEDIAGEN_API_KEY", served.demo_key)
+    clean_env.setenv("MEDIAGEN_BASE_URL", served.base_url)
+    clean_env.setenv("MEDIAGEN_TIME_SCALE", "600")
+    with Client() as client:
+        assert client.base_url == served.base_url and not client.settings.sandbox
+        assert client.settings.limits.time_scale == 600
+        generation = client.generate("gpt-image-2", IMAGE)
+        assert generation.status == "succeeded"
+
+
+def test_a_key_without_a_base_url_names_mediagen_base_url(clean_env: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        Client("pk_live_only_a_key")
+    assert "MEDIAGEN_BASE_URL" in str(raised.value)
+    clean_env.setenv("MEDIAGEN_API_KEY", "pk_live_only_a_key")
+    with pytest.raises(ConfigurationError) as from_env:
+        Client()
+    assert "MEDIAGEN_BASE_URL" in str(from_env.value)
+
+
+def test_a_base_url_without_a_key_names_mediagen_api_key(clean_env: pytest.MonkeyPatch) -> None:
+    clean_env.setenv("MEDIAGEN_BASE_URL", "http://127.0.0.1:9")
+    with pytest.raises(ConfigurationError) as raised:
+        Client()
+    assert "MEDIAGEN_API_KEY" in str(raised.value)
+    for empty in ("", "   ", []):
+        with pytest.raises(ConfigurationError):
+            Client(empty)
+
+
+@pytest.mark.parametrize("raw", ["fast", "0", "-2", "nan", "inf", "1e400"])
+def test_a_bad_time_scale_is_a_configuration_error(clean_env: pytest.MonkeyPatch, raw: str) -> None:
+    clean_env.setenv("MEDIAGEN_TIME_SCALE", raw)
+    with pytest.raises(ConfigurationError) as raised:
+        Client("pk_live_x", base_url="http://127.0.0.1:9")
+    assert "MEDIAGEN_TIME_SCALE" in str(raised.value) and raw in str(raised.value)
+    clean_env.setenv("MEDIAGEN_API_KEY", "pk_live_x")
+    clean_env.setenv("MEDIAGEN_BASE_URL", "http://127.0.0.1:9")
+    with pytest.raises(ConfigurationError):
+        Client()
+
+
+def test_without_key_or_url_the_embedded_sandbox_is_used_and_announced_once() -> None:
+    """A fresh interpreter with no MEDIAGEN_*: two clients, one notice line on stderr, a real result."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
+    code = (
+        "import mediagen_nb as m; c=m.Client(); c2=m.Client(); "
+        "print(c.generate('gpt-image-2', prompt='x', quality='low').status); "
+        "print(c.settings.sandbox, c2.base_url == c.base_url)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["succeeded", "True", "True"]
+    notices = [line for line in done.stderr.splitlines() if "embedded sandbox" in line]
+    assert len(notices) == 1, done.stderr
+    [notice] = notices
+    assert notice.startswith("mediagen_nb:") and "MEDIAGEN_API_KEY" in notice
+    assert "http://127.0.0.1:" in notice
+    assert done.stderr.count("mediagen_nb:") == 1, "announced once, in one line"
+
+
+def test_a_pool_of_two_keys_shares_the_reads(real_time_sandbox: Sandbox) -> None:
+    """Two keys of one account: Settings.keys has both, and more reads than one key allows use both."""
+    sandbox = real_time_sandbox
+    base_url = sandbox.base_url
+    assert base_url is not None
+    made = [
+        httpx.post(base_url + path("sandbox_keys"), json={"name": f"pool-{i}"}, timeout=10) for i in (1, 2)
+    ]
+    records = [response.json()["data"] for response in made]
+    secrets = [str(r["key"]) for r in records]
+    with Client(secrets, base_url=base_url, limits=Limits(time_scale=1)) as client:
+        settings = client.settings
+        assert len(settings.keys) == 2 and [k.reveal() for k in settings.keys] == secrets
+        assert settings.keys[0].fingerprint != settings.keys[1].fingerprint
+        started = client.run("gpt-image-2", IMAGE)
+        reads = 70  # more than one key's 60 a minute
+        for _ in range(reads):
+            assert client.generation(started.id).id == started.id
+    counts = [sandbox.world.requests.count(str(r["id"])) for r in records]
+    assert sum(counts) == reads + 1, counts
+    assert all(0 < count <= 60 for count in counts), f"both keys used, neither over its limit: {counts}"
