@@ -1,15 +1,21 @@
-"""``df.mediagen``: estimate, run, submit, preview and download a whole frame of inputs."""
+"""``df.mediagen``: estimate, run, submit, preview and download a whole frame of inputs.
+
+Registered as soon as pandas is imported, so the batch machinery (client, httpx) loads on first
+use, not here: ``import pandas`` then ``%load_ext mediagen_nb`` stays fast.
+"""
+
+from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from mediagen_nb.batch import runner
-from mediagen_nb.batch.download import download
-from mediagen_nb.batch.gallery import Gallery
-from mediagen_nb.batch.plan import Columns
+if TYPE_CHECKING:
+    from mediagen_nb.batch import runner
+    from mediagen_nb.batch.gallery import Gallery
+    from mediagen_nb.batch.plan import Columns
 
 
 @pd.api.extensions.register_dataframe_accessor("mediagen")
@@ -26,24 +32,34 @@ class MediagenAccessor:
         constants apply to every row (``mediagen_nb.template(...)`` fills one from columns);
         ``budget=`` and ``key_cap=`` put the total against a limit in the summary.
         """
+        from mediagen_nb.batch import runner
+
         return runner.estimate(self._df, model, columns, **options)
 
     def run(self, model: str, columns: Columns = None, **options: Any) -> pd.DataFrame:
         """Run every row at the speed the limits allow; adds generation_id, status, output_url,
         output_urls, credits, error, elapsed_s (with ``prefix=``). Options: ``max_credits``,
         ``run_name``, ``fresh``, ``ledger`` (path), ``client``, ``progress``. A re-run resumes."""
+        from mediagen_nb.batch import runner
+
         return runner.run(self._df, model, columns, **options)
 
     def submit(self, model: str, columns: Columns = None, **options: Any) -> runner.SweepHandle:
         """Like ``run`` but returns at once: a handle with ``.progress``, ``.result()``, ``.cancel()``."""
+        from mediagen_nb.batch import runner
+
         return runner.submit(self._df, model, columns, **options)
 
     def preview(self, columns: Sequence[str] | None = None, *, limit: int = 200, width: int = 240) -> Gallery:
         """The frame as HTML with its output URLs shown as images, players and audio controls."""
+        from mediagen_nb.batch.gallery import Gallery
+
         return Gallery(self._df, columns, limit=limit, width=width)
 
     def download(
         self, folder: str | Path, column: str = "output_url", *, progress: bool = True
     ) -> pd.DataFrame:
         """Save every output to ``folder``; returns a copy with a ``local_path`` column."""
+        from mediagen_nb.batch.download import download
+
         return download(self._df, folder, column, progress=progress)

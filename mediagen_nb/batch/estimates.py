@@ -23,8 +23,13 @@ class Price:
 
 
 def combination(model: Model, row: Row) -> str:
-    """The row's values of the inputs its model's price varies by."""
-    return json.dumps([(row.input or {}).get(name) for name in model.varies_by], sort_keys=True, default=str)
+    """The row's values of the inputs its model's price varies by (an absent one at its schema default)."""
+    values = row.input or {}
+    return json.dumps(
+        [values.get(name, model.properties.get(name, {}).get("default")) for name in model.varies_by],
+        sort_keys=True,
+        default=str,
+    )
 
 
 async def price_rows(client: AsyncClient, model: Model, rows: list[Row]) -> tuple[dict[int, Price], int]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mediagen_nb.batch.template import Template
 from mediagen_nb.client import Model, ValidationError
+from mediagen_nb.spec.schema import is_missing
 
 Columns = Mapping[str, str] | Sequence[str] | None
 
@@ -133,7 +134,7 @@ def plan_rows(
             for field, value in constants.items()
             if isinstance(value, Template)
             for column in value.columns
-            if plain(record[column]) is None
+            if is_missing(plain(record[column]))
         ]
         if empty:
             rows.append(Row(position, None, empty[0]))

@@ -20,7 +20,7 @@ import pandas as pd
 from mediagen_nb.batch import loop
 from mediagen_nb.batch.estimates import Price, price_rows
 from mediagen_nb.batch.ledger import Ledger
-from mediagen_nb.batch.plan import Columns, Row, plan_rows, resolve_columns
+from mediagen_nb.batch.plan import Columns, Row, _did_you_mean, plan_rows, resolve_columns
 from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
 from mediagen_nb.client import AsyncClient, BaseClient, Model
 from mediagen_nb.client.errors import ValidationError
@@ -61,7 +61,8 @@ def prepare(
     """The model and one checked Row per DataFrame row; mapping errors raise before any request."""
     models = {m.id: m for m in _call(client.models())}
     if model_id not in models:
-        raise ValidationError(messages.unknown_model(model_id, models), field="model", sent=False)
+        hint = _did_you_mean(model_id, list(models))
+        raise ValidationError(messages.unknown_model(model_id, models) + hint, field="model", sent=False)
     model = models[model_id]
     by_field = resolve_columns(model, list(df.columns), columns, constants)
     records = df.to_dict("records")
@@ -282,6 +283,14 @@ def submit(
     prices: dict[int, Price] = {}
     if max_credits is not None:
         prices, _ = _call(price_rows(aclient, model, rows))
+        unpriced = [p.error for p in prices.values() if p.credits is None]
+        if unpriced:  # an unknown price would start unchecked: refuse rather than overspend
+            raise ValidationError(
+                f"max_credits: {len(unpriced)} rows could not be priced, so the budget cannot be "
+                f"checked; nothing was started ({unpriced[0]})",
+                field="max_credits",
+                sent=False,
+            )
         total = sum(p.credits or 0 for p in prices.values())
         if total > max_credits:
             raise ValidationError(

@@ -104,6 +104,10 @@ class Sweep:
         self._stop_reason = self._stop_reason or reason
         self._cancelled.set()
 
+    def _stop_starting(self, reason: str) -> None:
+        """Start no more rows (money or the budget ran out); rows already started are still read."""
+        self._stop_reason = self._stop_reason or reason
+
     async def run(self) -> dict[int, Outcome]:
         """Run every row; returns the outcome of each row by position."""
         valid = [row for row in self.rows if row.input is not None]
@@ -160,7 +164,7 @@ class Sweep:
                     return
                 price = self.prices.get(row.position, 0)
                 if self.max_credits is not None and self._committed + price > self.max_credits:
-                    self.cancel(f"not started: max_credits={self.max_credits} would be exceeded")
+                    self._stop_starting(f"not started: max_credits={self.max_credits} would be exceeded")
                     return
                 self._committed += price
                 try:
@@ -169,7 +173,7 @@ class Sweep:
                     )
                 except (InsufficientCreditsError, KeyCapReachedError) as exc:
                     self._committed -= price
-                    self.cancel(f"not started: {exc.message}")
+                    self._stop_starting(f"not started: {exc.message}")
                     self._settle(row, Outcome("error", error=exc.message))
                     return
                 except MediagenError as exc:
