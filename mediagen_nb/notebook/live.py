@@ -41,6 +41,7 @@ class Live:
         self.status = "starting"
         self.started = time.monotonic()
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # the ticker never redraws over the final line
         self._handle = None
         if is_rich(shell):
             from IPython.display import HTML, display
@@ -58,7 +59,9 @@ class Live:
 
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
-            self._show()
+            with self._lock:
+                if not self._stop.is_set():
+                    self._show()
 
     def _show(self, icon: str = "&#8987;") -> None:
         if self._handle is not None:
@@ -71,6 +74,7 @@ class Live:
 
     def close(self, status: str, ok: bool = True) -> None:
         """Stop ticking and leave a final line; the result itself is the cell's value."""
-        self._stop.set()
-        self.status = status
-        self._show("&#10003;" if ok else "&#10007;")
+        with self._lock:
+            self._stop.set()
+            self.status = status
+            self._show("&#10003;" if ok else "&#10007;")

@@ -4,9 +4,13 @@ Service errors and option mistakes surface as one short line (IPython's UsageErr
 traceback. IPython's own ``{var}`` expansion is off for these magics: ``{{name}}`` is ours.
 """
 
+import difflib
 import functools
 import getpass
+import keyword
 import os
+import sqlite3
+import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from html import escape
@@ -64,13 +68,36 @@ def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _store(shell: Any, flags: dict[str, Any], value: Any) -> Any:
+def _output_name(flags: dict[str, Any]) -> str | None:
+    """The ``-o NAME`` asked for; a bad name is refused before anything is sent or charged."""
     name = flags.get("-o") or flags.get("--output")
+    if name is not None and (not str(name).isidentifier() or keyword.iskeyword(str(name))):
+        raise UsageError(f"-o {name!r}: give a Python variable name")
+    return None if name is None else str(name)
+
+
+def _store(shell: Any, flags: dict[str, Any], value: Any) -> Any:
+    name = _output_name(flags)
     if name is not None:
-        if not str(name).isidentifier():
-            raise UsageError(f"-o {name!r}: give a Python variable name")
-        shell.user_ns[str(name)] = value
+        shell.user_ns[name] = value
     return value
+
+
+def _model(client: Any, model_id: str) -> Any:
+    """The catalog model ``model_id``; an unknown id is one short line with a "did you mean", not 130 ids."""
+    from mediagen_nb.client import NotFoundError
+
+    try:
+        return client.model(model_id)
+    except NotFoundError as exc:
+        if not exc.message.startswith("Model not found"):
+            raise
+        ids = [m.id for m in client.models()]
+        close = difflib.get_close_matches(model_id, ids, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UsageError(
+            f"mediagen: 404 Model not found: {model_id!r}{hint} (%mediagen models lists all {len(ids)})"
+        ) from None
 
 
 def _record(generation: Any) -> None:
@@ -78,14 +105,27 @@ def _record(generation: Any) -> None:
     from mediagen_nb.batch.ledger import Ledger
 
     SESSION.remember(generation)
-    if generation.status in ("succeeded", "failed"):
+    if generation.status not in ("succeeded", "failed"):
+        return
+    try:
         ledger = Ledger()
-        try:
-            key = f"magic-{generation.id}"
-            ledger.started(key, SESSION.client.base_url, {}, generation)
-            ledger.finished(key, generation)
-        finally:
-            ledger.close()
+    except (OSError, sqlite3.Error) as exc:  # a read-only folder must not lose a result already paid for
+        print(
+            f"mediagen: not recorded in the local ledger ({exc}); %mediagen usage will miss it",
+            file=sys.stderr,
+        )
+        return
+    try:
+        key = f"magic-{generation.id}"
+        ledger.started(key, SESSION.client.base_url, {}, generation)
+        ledger.finished(key, generation)
+    except sqlite3.Error as exc:
+        print(
+            f"mediagen: not recorded in the local ledger ({exc}); %mediagen usage will miss it",
+            file=sys.stderr,
+        )
+    finally:
+        ledger.close()
 
 
 @magics_class
@@ -104,11 +144,12 @@ class MediagenMagics(Magics):
         if not words:
             raise UsageError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
         client = SESSION.client
-        model = client.model(words[0])
+        model = _model(client, words[0])
         namespace = self.shell.user_ns
         options = parsing.parse_fields(
             words[1:], model.id, model.properties, GENERATE_FLAGS, namespace, pairs=cell is None
         )
+        _output_name(options.flags)
         inputs = options.inputs
         if cell is not None and cell.strip():
             main = parsing.main_text_field(model.properties, model.required)
@@ -119,14 +160,16 @@ class MediagenMagics(Magics):
             return _store(self.shell, options.flags, client.estimate(model.id, inputs))
         live = Live(self.shell, model.id)
         try:
-            if options.flags.get("--no-wait"):
-                result = client.run(model.id, inputs)
-            else:
-                result = client.wait(client.run(model.id, inputs), on_update=live.update)
+            result = client.run(model.id, inputs)
+            live.update(result)  # "processing" from the start, not only after the first long poll
+            if not options.flags.get("--no-wait"):
+                result = client.wait(result, on_update=live.update)
         except BaseException:
             live.close("stopped", ok=False)
             raise
-        live.close(f"{describe(result)} · {result.credits_spent} credits", ok=result.status != "failed")
+        failed = result.status == "failed"  # a failed run's creditsSpent is the amount refunded
+        money = f"{result.credits_spent} credits" + (" refunded" if failed else "")
+        live.close(f"{describe(result)} · {money}", ok=not failed)
         _record(result)
         return _store(self.shell, options.flags, result)
 
@@ -144,6 +187,8 @@ class MediagenMagics(Magics):
             raise UsageError("usage: %replicate URL [--model ...] [--quality ...] [--clips 0,2,5] [-o NAME]")
         url = str(parsing.interpolate_value(words[0], self.shell.user_ns))
         flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self.shell.user_ns).flags
+        _output_name(flags)
+        clips = self._clips(flags.get("--clips"))  # before the analysis charges its 5 credits
         client = SESSION.client
         live = Live(self.shell, "replicate")
         analysis = client.analyze(url)
@@ -152,7 +197,6 @@ class MediagenMagics(Magics):
         if analysis.status == "failed":
             live.close("analysis failed", ok=False)
             raise UsageError(f"mediagen: the analysis failed: {analysis.error} (its 5 credits were refunded)")
-        clips = self._clips(flags.get("--clips"), analysis.clip_count or 0)
         self._show_plan(analysis, flags.get("--model"), clips)
         if flags.get("--estimate"):
             live.close("analysis ready; nothing rendered (--estimate)")
@@ -174,15 +218,13 @@ class MediagenMagics(Magics):
         return _store(self.shell, flags, run)
 
     @staticmethod
-    def _clips(raw: Any, count: int) -> list[int] | None:
+    def _clips(raw: Any) -> list[int] | None:
         if raw is None:
             return None
         try:
             return [int(part) for part in str(raw).replace(" ", "").split(",") if part]
         except ValueError:
-            raise UsageError(
-                f"--clips {raw!r}: give clip indexes from 0 to {count - 1}, like 0,2,5"
-            ) from None
+            raise UsageError(f"--clips {raw!r}: give clip indexes counted from 0, like 0,2,5") from None
 
     def _show_plan(self, analysis: Any, model_id: str | None, clips: list[int] | None) -> None:
         """The blueprint as a table and what rendering will cost, before anything is charged."""
@@ -222,6 +264,7 @@ class MediagenMagics(Magics):
         flags = parsing.parse_fields(
             parsing.split(line), "make_video", {}, VIDEO_FLAGS, self.shell.user_ns
         ).flags
+        _output_name(flags)
         seconds = flags.get("--seconds")
         try:
             seconds = float(seconds) if seconds is not None else None
@@ -294,13 +337,13 @@ class MediagenMagics(Magics):
     def _cmd_model(self, words: list[str]) -> Any:
         if len(words) != 1:
             raise UsageError("usage: %mediagen model ID")
-        return SESSION.client.model(words[0])
+        return _model(SESSION.client, words[0])
 
     def _cmd_estimate(self, words: list[str]) -> Any:
         if not words:
             raise UsageError("usage: %mediagen estimate MODEL field=value ...")
         client = SESSION.client
-        model = client.model(words[0])
+        model = _model(client, words[0])
         options = parsing.parse_fields(
             words[1:], model.id, model.properties, {}, self.shell.user_ns, pairs=True
         )
@@ -361,6 +404,7 @@ class MediagenMagics(Magics):
             {"--flow": True, "--no-captions": False, "--no-music": False, "-o": True, "--output": True},
             self.shell.user_ns,
         ).flags
+        _output_name(flags)
         client = SESSION.client
         live = Live(self.shell, "reedit")
         job = client.reedit(

@@ -1,0 +1,621 @@
+"""The magics in a real IPython ``InteractiveShell``, against a sandbox served on 127.0.0.1.
+
+Each test gets a fresh shell with ``%load_ext mediagen_nb`` and a session client on its own sandbox
+(time x600, seed 1). Every request the client sends is recorded, so a test can tell that a refused
+option or a client-side validation sent nothing. Errors must arrive as IPython UsageErrors (one
+short line, the service's message), never as a traceback.
+"""
+
+import atexit
+import getpass
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from IPython.core.completer import provisionalcompleter
+from IPython.core.displaypub import CapturingDisplayPublisher
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
+from traitlets.config import Config
+
+from mediagen_nb.client import Client, Estimate, Generation, Limits, Model, ReplicationRun, ShortVideoJob
+from mediagen_nb.client import config as client_config
+from mediagen_nb.notebook.live import Live
+from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
+from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.sandbox import Sandbox
+from mediagen_nb.spec.paths import PATHS
+
+TIME_SCALE = 600.0
+TIKTOK = "https://www.tiktok.com/@demo/video/7301"  # a platform link: the sandbox downloads nothing
+
+
+@dataclass
+class Notebook:
+    """A shell with the extension loaded, its sandbox, the session client and what that client sent."""
+
+    shell: InteractiveShell
+    sandbox: Sandbox
+    control: httpx.Client  # the sandbox's /_sandbox/ endpoints
+    requests: list[httpx.Request] = field(default_factory=list)
+    transports: list[httpx.Client] = field(default_factory=list)  # closed after the test
+
+    def http(self) -> httpx.Client:
+        """An httpx client that records every request into ``requests``."""
+        client = httpx.Client(event_hooks={"request": [self.requests.append]})
+        self.transports.append(client)
+        return client
+
+    @property
+    def ns(self) -> dict[str, Any]:
+        return self.shell.user_ns
+
+    def run(self, source: str) -> ExecutionResult:
+        """Run one cell as a notebook would."""
+        return self.shell.run_cell(source)
+
+    def ok(self, source: str) -> Any:
+        """Run a cell that must succeed; its value."""
+        result = self.run(source)
+        assert result.success, result.error_in_exec or result.error_before_exec
+        return result.result
+
+    def usage_error(self, source: str) -> str:
+        """Run a cell that must fail with a UsageError (IPython prints it; no traceback); its text."""
+        result = self.run(source)
+        assert isinstance(result.error_in_exec, UsageError), repr(result.error_in_exec)
+        return str(result.error_in_exec)
+
+    def sent(self, endpoint: str, method: str | None = None) -> list[httpx.Request]:
+        """Requests the session client sent to ``endpoint`` (a name in ``PATHS`` without parameters)."""
+        return [
+            r
+            for r in self.requests
+            if r.url.path == PATHS[endpoint] and (method is None or r.method == method)
+        ]
+
+    def post(self, control: str, body: dict[str, Any]) -> dict[str, Any]:
+        response = self.control.post(PATHS[control], json=body)
+        response.raise_for_status()
+        return response.json()["data"]
+
+    def balance(self) -> int:
+        return int(self.control.get(PATHS["sandbox_account"]).json()["data"]["balance"])
+
+    def new_key(self, **body: Any) -> str:
+        return str(self.post("sandbox_keys", body)["key"])
+
+    def use_key(self, key: str) -> None:
+        """Make the magics use ``key`` on this sandbox (recorded like the fixture's client)."""
+        SESSION.use(
+            Client(
+                key,
+                base_url=self.sandbox.base_url,
+                limits=Limits(time_scale=TIME_SCALE),
+                http_client=self.http(),
+            )
+        )
+
+    def generation(self, result: Generation) -> Any:
+        """The sandbox's own record of a generation (what it really received)."""
+        return self.sandbox.world.generations.items[result.id]
+
+
+@pytest.fixture
+def nb(
+    served: Sandbox, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[Notebook]:
+    """A fresh InteractiveShell with ``%load_ext mediagen_nb`` and a session client on ``served``."""
+    monkeypatch.chdir(tmp_path)  # the local ledger (.mediagen/ledger.sqlite) goes here
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    for name in (client_config.ENV_KEY, client_config.ENV_BASE_URL, client_config.ENV_TIME_SCALE):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])  # the shell replaces it
+    monkeypatch.setattr(SESSION, "_client", None)  # restored after the test; history too
+    monkeypatch.setattr(SESSION, "history", [])
+    InteractiveShell.clear_instance()
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config)
+    atexit.unregister(shell.atexit_operations)
+    control = httpx.Client(base_url=str(served.base_url), timeout=10)
+    notebook = Notebook(shell, served, control)
+    SESSION.use(Client.for_sandbox(served, http_client=notebook.http()))
+    try:
+        shell.run_line_magic("load_ext", "mediagen_nb")
+        yield notebook
+    finally:
+        out, err = capsys.readouterr()
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+        SESSION.client.close()
+        for client in notebook.transports:
+            client.close()
+        control.close()
+        InteractiveShell.clear_instance()
+    assert "Traceback" not in out + err, "a magic printed a traceback"
+
+
+def assert_short(message: str, starts: str) -> None:
+    """A service error as the magics show it: ``mediagen: <status> <the service's message>``."""
+    assert message.startswith(starts), message
+    assert "\n" not in message and len(message) < 300, message
+    assert "Traceback" not in message
+
+
+# -- %%generate: the cell body is plain text -----------------------------------------------------
+
+
+BODIES = {
+    "apostrophes": "A cat's hat, the dog's bone and O'Brien's 'quoted' words",
+    "double_quotes": 'She said "hello" and then \\"escaped\\" it',
+    "json": '{"style": "noir", "shots": [{"camera": "dolly"}, {"camera": "pan"}], "n": 2}',
+    "braces": "a {single} brace, {name}, {0} and {} stay as typed; {{ 1 + 2 }} is no name",
+    "ipython_syntax": "$HOME and ${x} and !ls and %time stay; so does a trailing backslash \\",
+    "multiline": "line one\n  indented line two\n\nline four after a blank",
+}
+
+
+@pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
+def test_cell_body_is_sent_untouched(nb: Notebook, body: str) -> None:
+    """Apostrophes, quotes, JSON, braces and IPython's own syntax reach the service as typed."""
+    value = nb.ok(f"%%generate gpt-image-2 -o img\n{body}\n")
+    assert isinstance(value, Generation) and value.status == "succeeded"
+    assert nb.ns["img"] is value  # stored in NAME and returned as the cell's value
+    assert nb.generation(value).input["prompt"] == body
+    assert value.url and value.output_type == "image"
+    assert "<img" in value._repr_html_()  # the media, shown inline when the cell ends
+
+
+def test_body_fills_the_models_main_text_field(nb: Notebook) -> None:
+    """zonos2 has no ``prompt``: the body goes to ``text``; options fill the other fields."""
+    nb.ns["voice"] = f"{nb.sandbox.base_url}/_sandbox/samples/voice.wav"
+    speech = nb.ok('%%generate zonos2 --audio {{voice}} --clean_speaker_background true\nIt\'s "me" {again}.')
+    sent = nb.generation(speech).input
+    assert sent["text"] == 'It\'s "me" {again}.'
+    assert sent["audio"] == nb.ns["voice"]
+    assert sent["clean_speaker_background"] is True
+
+
+def test_option_line_is_shell_quoted_and_typed_by_the_schema(nb: Notebook) -> None:
+    """Quoted option values keep apostrophes; numbers and booleans follow the schema's types."""
+    value = nb.ok(
+        '%%generate flare-1-dev --negative_prompt "no gore, don\'t blur" --seed 7 '
+        "--guidance_scale 3.5 --enable_safety_checker false\nA calm lake at dawn"
+    )
+    sent = nb.generation(value).input
+    assert sent["prompt"] == "A calm lake at dawn"
+    assert sent["negative_prompt"] == "no gore, don't blur"  # moderation skips what to keep out
+    assert (sent["seed"], sent["guidance_scale"], sent["enable_safety_checker"]) == (7, 3.5, False)
+    message = nb.usage_error("%%generate flare-1-dev --seed seven\na lake")
+    assert message == "--seed: 'seven' is not a whole number"
+
+
+def test_interpolation_expands_once_with_attributes(nb: Notebook) -> None:
+    """``{{name}}`` and ``{{obj.url}}`` expand exactly once; a Generation stands for its URL."""
+    first = nb.ok("%%generate gpt-image-2 -o shot\na red door")
+    nb.ns["style"] = "{{secret}}"  # text that looks like a placeholder is not expanded again
+    nb.ns["secret"] = "must not appear"
+    value = nb.ok("%%generate gpt-image-2\n{{style}} | {{ shot.url }} | {{shot}} | {{shot.model_id}}")
+    assert nb.generation(value).input["prompt"] == f"{{{{secret}}}} | {first.url} | {first.url} | gpt-image-2"
+
+
+def test_unknown_name_is_an_error_and_nothing_is_sent(nb: Notebook) -> None:
+    nb.ns["portrait"] = "x"
+    message = nb.usage_error("%%generate gpt-image-2\na photo of {{portrat}}")
+    assert "portrat" in message and "did you mean {{portrait}}" in message
+    message = nb.usage_error("%%generate gpt-image-2\n{{portrait.url}}")
+    assert "str has no attribute 'url'" in message
+    assert nb.sent("run") == [] and nb.sent("estimate") == []
+
+
+def test_line_form_builds_a_three_step_chain(nb: Notebook) -> None:
+    """Face, cloned voice, lip-sync; the last step has no text input, so it uses the line form."""
+    nb.ns["voice"] = f"{nb.sandbox.base_url}/_sandbox/samples/voice.wav"
+    face = nb.ok('%%generate gpt-image-2 --aspect_ratio 2:3 -o face\nA presenter\'s portrait, "studio" light')
+    speech = nb.ok('%generate zonos2 text="Hi, it\'s {me}" audio={{voice}} -o speech')
+    talk = nb.ok(
+        "%generate infinitetalk --image {{face.url}} --audio {{speech.url}} --resolution 480p -o talk"
+    )
+    assert nb.generation(face).input["aspect_ratio"] == "2:3"
+    assert nb.generation(speech).input["text"] == "Hi, it's {me}"
+    sent = nb.generation(talk).input
+    assert (sent["image"], sent["audio"], sent["resolution"]) == (face.url, speech.url, "480p")
+    assert talk.status == "succeeded" and talk.output_type == "video"
+    assert [nb.ns[n] for n in ("face", "speech", "talk")] == [face, speech, talk]
+
+
+def test_line_form_quoting_and_ipython_expansion_is_off(nb: Notebook) -> None:
+    nb.ns["x"] = "EXPANDED"
+    value = nb.ok('%generate gpt-image-2 prompt="it\'s {x} and $x" --quality low')
+    assert nb.generation(value).input["prompt"] == "it's {x} and $x"
+    assert nb.generation(value).input["quality"] == "low"
+    message = nb.usage_error("%generate gpt-image-2 prompt=don't")
+    assert message.startswith("could not read the options") and "don't blur" in message
+    assert nb.usage_error("%generate gpt-image-2 a cat").startswith("unexpected 'a'")
+
+
+def test_unknown_option_lists_the_fields_with_a_suggestion(nb: Notebook) -> None:
+    message = nb.usage_error("%%generate gpt-image-2 --qualty high\na cat")
+    assert message.startswith("unknown option --qualty for gpt-image-2; did you mean --quality?")
+    assert "fields: --prompt --quality --aspect_ratio" in message
+    assert "-o" in message and "--estimate" in message
+    message = nb.usage_error("%generate gpt-image-2 prompt=cat aspect=1:1")
+    assert "did you mean --aspect_ratio?" in message
+    assert nb.usage_error("%%generate gpt-image-2 --quality\na cat") == "--quality needs a value"
+    assert nb.sent("run") == []
+
+
+def test_unknown_model_is_one_short_line(nb: Notebook) -> None:
+    message = nb.usage_error("%%generate gpt-image-3\na cat")
+    assert_short(message, "mediagen: 404 Model not found: 'gpt-image-3'; did you mean gpt-image-2")
+    assert_short(nb.usage_error("%mediagen model zonos3"), "mediagen: 404 Model not found: 'zonos3'")
+    assert nb.sent("run") == []
+
+
+def test_bad_output_name_is_refused_before_anything_is_charged(nb: Notebook) -> None:
+    before = nb.balance()
+    assert nb.usage_error("%%generate gpt-image-2 -o 1st\na cat") == "-o '1st': give a Python variable name"
+    assert nb.usage_error("%generate gpt-image-2 prompt=cat -o class").startswith("-o 'class'")
+    assert nb.sent("run") == [] and nb.balance() == before
+
+
+def test_estimate_shows_the_price_and_runs_nothing(nb: Notebook) -> None:
+    before = nb.balance()
+    price = nb.ok("%%generate gpt-image-2 --quality high --estimate -o price\na cat's portrait")
+    assert isinstance(price, Estimate) and price.credits == 25 and nb.ns["price"] is price
+    assert nb.ok("%mediagen estimate gpt-image-2 prompt=cat quality=low").credits == 3
+    assert len(nb.sent("estimate")) == 2 and nb.sent("run") == []
+    assert nb.sandbox.world.generations.items == {} and nb.balance() == before
+
+
+def test_no_wait_returns_the_running_generation(nb: Notebook) -> None:
+    value = nb.ok("%%generate gpt-image-2 --no-wait -o later\na cat")
+    assert value.status == "processing" and nb.ns["later"] is value
+    assert nb.sent("generation") == []
+
+
+def test_live_status_then_the_result_in_a_kernel(nb: Notebook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a kernel one display updates in place: status and elapsed seconds, then a final line."""
+    monkeypatch.setattr(nb.shell, "kernel", object(), raising=False)
+    publisher = CapturingDisplayPublisher()
+    monkeypatch.setattr(nb.shell, "display_pub", publisher)
+    value = nb.ok("%%generate gpt-image-2\na cat")
+    lines = [o["data"]["text/html"] for o in publisher.outputs if "text/html" in o.get("data", {})]
+    ids = {o.get("transient", {}).get("display_id") for o in publisher.outputs}
+    assert len(ids) == 1 and None not in ids  # one display, updated in place
+    assert "gpt-image-2: starting · 0 s" in lines[0]
+    assert any("gpt-image-2: processing · " in line for line in lines)
+    assert "&#10003; gpt-image-2: succeeded · 8 credits · " in lines[-1]
+    assert value.status == "succeeded"
+
+
+def test_live_line_ticks_and_its_final_line_stays(nb: Notebook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The elapsed seconds tick once a second; after ``close`` the ticker never redraws."""
+    monkeypatch.setattr(nb.shell, "kernel", object(), raising=False)
+    publisher = CapturingDisplayPublisher()
+    monkeypatch.setattr(nb.shell, "display_pub", publisher)
+    live = Live(nb.shell, "job")
+    live.update(Generation(id="g", model_id="m", status="processing"))
+    time.sleep(1.3)
+    lines = [o["data"]["text/html"] for o in publisher.outputs]
+    assert any("job: processing · 1 s" in line for line in lines), lines
+    live.close("done")
+    time.sleep(1.2)
+    assert "&#10003; job: done · 1 s" in publisher.outputs[-1]["data"]["text/html"]
+
+
+def test_a_failed_generation_is_returned_with_its_reason(
+    nb: Notebook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(nb.shell, "kernel", object(), raising=False)
+    publisher = CapturingDisplayPublisher()
+    monkeypatch.setattr(nb.shell, "display_pub", publisher)
+    before = nb.balance()
+    nb.post("sandbox_faults", {"modelScript": ["fail"]})
+    value = nb.ok("%%generate gpt-image-2 -o bad\na cat")
+    assert value.status == "failed" and nb.ns["bad"] is value
+    assert value.error and value.error in value._repr_html_()
+    assert "&#10007; gpt-image-2: failed · 8 credits refunded" in publisher.outputs[-1]["data"]["text/html"]
+    assert nb.balance() == before
+
+
+# -- the spec's errors: one short line each, the service's message -------------------------------
+
+
+def _hang_then_forget(nb: Notebook) -> None:
+    """The generation starts, then the sandbox forgets it (reset) while the magic waits: 404."""
+    nb.post("sandbox_faults", {"modelScript": ["hang"]})
+
+    def reset() -> None:
+        deadline = time.monotonic() + 10
+        while not nb.sandbox.world.generations.items and time.monotonic() < deadline:
+            time.sleep(0.005)
+        nb.post("sandbox_reset", {})
+
+    threading.Thread(target=reset, daemon=True).start()
+
+
+SERVICE_ERRORS: dict[str, tuple[Callable[[Notebook], Any], str, str]] = {
+    "400_moderation": (
+        lambda nb: None,
+        "a gore scene",
+        "mediagen: 400 Prompt rejected by content moderation",
+    ),
+    "400_credits": (
+        lambda nb: nb.post("sandbox_account", {"balance": 0}),
+        "a cat",
+        "mediagen: 400 Not enough credits",
+    ),
+    "401_revoked_key": (
+        lambda nb: nb.use_key(nb.new_key(state="revoked")),
+        "a cat",
+        "mediagen: 401 Invalid, expired, or revoked API key",
+    ),
+    "401_unknown_key": (
+        lambda nb: nb.use_key("pk_live_not_a_key_of_this_sandbox"),
+        "a cat",
+        "mediagen: 401 Invalid, expired, or revoked API key",
+    ),
+    "403_suspended": (
+        lambda nb: nb.post("sandbox_account", {"suspended": True}),
+        "a cat",
+        "mediagen: 403 Your account has been suspended.",
+    ),
+    "404_generation": (_hang_then_forget, "a cat", "mediagen: 404 Generation not found"),
+    "429_key_cap": (
+        lambda nb: nb.use_key(nb.new_key(monthlyCap=1)),
+        "a cat",
+        "mediagen: 429 API key monthly credit limit reached (1 credits).",
+    ),
+    "503_capacity": (
+        lambda nb: nb.post("sandbox_faults", {"script": ["503"] * 6, "routes": ["run"]}),
+        "a cat",
+        "mediagen: 503 The model is at capacity",
+    ),
+}
+
+
+@pytest.mark.parametrize(("setup", "body", "expected"), SERVICE_ERRORS.values(), ids=SERVICE_ERRORS.keys())
+def test_service_errors_are_short_messages(
+    nb: Notebook, setup: Callable[[Notebook], Any], body: str, expected: str
+) -> None:
+    setup(nb)
+    before = nb.balance()
+    assert_short(nb.usage_error(f"%%generate gpt-image-2 -o out\n{body}"), expected)
+    assert "out" not in nb.ns
+    if not expected.startswith("mediagen: 404"):  # the 404 case reset the sandbox (and its balance)
+        assert nb.balance() == before, "a refused or failed start must cost nothing"
+
+
+def test_capacity_errors_are_retried_then_refunded(nb: Notebook) -> None:
+    nb.post("sandbox_faults", {"script": ["503"] * 6, "routes": ["run"]})
+    assert_short(nb.usage_error("%%generate gpt-image-2\na cat"), "mediagen: 503 The model is at capacity")
+    starts = nb.sent("run", "POST")
+    assert len(starts) == 6  # the retry policy's six attempts, then the message
+    assert len({r.headers["Idempotency-Key"] for r in starts}) == 1  # one key: at most one charge
+    entries = nb.control.get(PATHS["sandbox_ledger"]).json()["data"]["entries"]
+    assert sum(e["credits"] if e["kind"] == "refund" else -e["credits"] for e in entries) == 0
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        (
+            "%%generate gpt-image-2 --quality ultra\na cat",
+            "mediagen: 400 quality must be one of: low, medium, high",
+        ),
+        (
+            "%generate infinitetalk image=https://x.test/a.png audio=https://x.test/a.wav resolution=1080p",
+            "mediagen: 400 resolution must be one of: 480p, 720p",
+        ),
+        ("%generate gpt-image-2 quality=high", "mediagen: 400 Missing required field: prompt"),
+        (
+            "%mediagen estimate gpt-image-2 prompt=cat aspect_ratio=4:3",
+            "mediagen: 400 aspect_ratio must be one of",
+        ),
+    ],
+    ids=["enum_cell", "enum_line", "missing_field", "enum_estimate"],
+)
+def test_client_side_validation_sends_nothing(nb: Notebook, cell: str, expected: str) -> None:
+    assert_short(nb.usage_error(cell), expected)
+    assert nb.sent("run") == [] and nb.sent("estimate") == []
+    assert all(r.url.path.startswith(PATHS["models"]) for r in nb.requests)  # catalog reads only
+
+
+def test_usage_lines(nb: Notebook) -> None:
+    assert nb.usage_error("%generate").startswith("usage: %%generate MODEL")
+    assert nb.usage_error("%replicate --model p-video").startswith("usage: %replicate URL")
+    assert nb.usage_error("%mediagen model").startswith("usage: %mediagen model ID")
+    message = nb.usage_error("%mediagen modles")
+    assert "did you mean models?" in message and "commands: models, model, estimate" in message
+    assert nb.usage_error("%mediagen models --kind photo") == "--kind 'photo': use image, video or audio"
+
+
+# -- %replicate, %%make_video, %mediagen reedit ------------------------------------------------------
+
+
+def test_replicate_estimate_reads_the_blueprint_and_renders_nothing(
+    nb: Notebook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb.ns["link"] = TIKTOK
+    analysis = nb.ok("%replicate {{link}} --clips 0,2 --estimate -o plan")
+    assert nb.ns["plan"] is analysis and analysis.status == "ready" and analysis.blueprint is not None
+    out = capsys.readouterr().out
+    assert "clip 0:" in out and "about 40 credits at most: 2 clips x 20 credits" in out
+    assert nb.sent("replicate") == [] and nb.sandbox.world.replication.runs == {}
+
+
+def test_replicate_renders_with_the_options_given(nb: Notebook) -> None:
+    run = nb.ok(
+        f"%replicate {TIKTOK} --clips 0 --quality low --accuracy exact --captions --audio original "
+        "--marketing-aspect 16:9 -o rep"
+    )
+    assert isinstance(run, ReplicationRun) and run.status == "done" and nb.ns["rep"] is run
+    sent = nb.sandbox.world.replication.runs[run.id]
+    assert (sent.quality, sent.accuracy, sent.captions) == ("low", "exact", True)
+    assert sent.audio == {"mode": "original"} and sent.marketing_aspect == "16:9"
+    assert run.total_clips == 1 and run.output_video_url
+
+
+def test_replicate_errors(nb: Notebook) -> None:
+    assert nb.usage_error(f"%replicate {TIKTOK} --clips 0,x").startswith("--clips '0,x': give clip indexes")
+    assert nb.usage_error(f"%replicate {TIKTOK} -o 2x").startswith("-o '2x'")
+    assert nb.sent("analyze") == []  # refused before the analysis charged its 5 credits
+    assert_short(nb.usage_error("%replicate http://example.com/a.mp4"), "mediagen: 400 URL must be https")
+    assert_short(
+        nb.usage_error(f"%replicate {TIKTOK} --model nope"), "mediagen: 400 Unknown replication model"
+    )
+    assert_short(
+        nb.usage_error(f"%replicate {TIKTOK} --clips 0,99"), "mediagen: 400 Clip selection is out of range"
+    )
+    message = nb.usage_error(f"%replicate {TIKTOK} --qualty low")
+    assert "did you mean --quality?" in message
+
+
+def test_make_video_then_reedit(nb: Notebook) -> None:
+    topic = 'Why cats\' whiskers {matter}: a "quick" guide'
+    job = nb.ok(f"%%make_video --seconds 20 --gender woman --look pixar --no-music -o job\n{topic}\n")
+    assert isinstance(job, ShortVideoJob) and job.status == "done" and nb.ns["job"] is job
+    sent = nb.sandbox.world.topic.jobs[job.id]
+    assert (sent.topic, sent.seconds, sent.gender, sent.look, sent.music) == (
+        topic,
+        20,
+        "woman",
+        "pixar",
+        False,
+    )
+    again = nb.ok("%mediagen reedit job --flow karaoke --no-captions -o cut")
+    assert again.id != job.id and again.status == "done" and nb.ns["cut"] is again
+    assert nb.sandbox.world.topic.jobs[again.id].flow == "karaoke"
+    assert nb.ok("%mediagen reedit {{job}} --flow classic").status == "done"
+    assert nb.usage_error("%%make_video --seconds soon\nx").startswith("--seconds 'soon'")
+
+
+# -- %mediagen ------------------------------------------------------------------------------------
+
+
+def test_models_model_history_and_usage(nb: Notebook) -> None:
+    table = nb.ok("%mediagen models --kind audio zonos")
+    assert isinstance(table, ModelTable) and [m.id for m in table.models] == ["zonos2"]
+    assert "zonos2" in repr(table) and "<img" in table._repr_html_()
+    assert all(m.output_type == "video" for m in nb.ok("%mediagen models --kind video").models)
+    model = nb.ok("%mediagen model gpt-image-2")
+    assert isinstance(model, Model) and "quality" in model.properties
+
+    image = nb.ok("%%generate gpt-image-2 --quality low\na cat")
+    nb.ok("%%generate gpt-image-2 --estimate\na dog")  # an estimate is neither history nor usage
+    history = nb.ok("%mediagen history")
+    assert isinstance(history, HistoryTable) and history.items == [image]
+    assert image.id in repr(history) and image.url in repr(history)
+
+    usage = nb.ok("%mediagen usage")
+    assert isinstance(usage, UsageTable) and usage.rows()[0] == ("gpt-image-2", 1, 3)
+    assert usage.rows()[-1][1:] == (1, 3)
+    assert (Path.cwd() / ".mediagen" / "ledger.sqlite").exists()  # the working folder's own ledger
+
+
+def test_key_is_never_echoed_or_stored(nb: Notebook, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    key = nb.new_key(name="typed")
+    prompts: list[str] = []
+
+    def fake_getpass(prompt: str = "") -> str:
+        prompts.append(prompt)
+        return f"  {key}\n"
+
+    monkeypatch.setattr(getpass, "getpass", fake_getpass)
+    monkeypatch.setattr("builtins.input", lambda prompt="": str(nb.sandbox.base_url))
+    monkeypatch.setenv(client_config.ENV_TIME_SCALE, str(TIME_SCALE))
+    assert nb.run("%mediagen key").success
+    assert prompts and "pk_live_" in prompts[0]
+    value = nb.ok("%%generate gpt-image-2\na cat")  # the typed key is the one in use
+    assert nb.generation(value).caller.key.secret == key
+
+    out, err = capsys.readouterr()
+    assert "fingerprint" in out and key not in out + err
+    assert all(key not in repr(v) and key not in str(v) for v in list(nb.ns.values()))
+    assert key not in repr(SESSION.client) and key not in repr(SESSION.client.settings)
+    assert key not in "".join(nb.ns["_ih"])
+
+    monkeypatch.setattr(getpass, "getpass", lambda prompt="": "   ")
+    assert nb.usage_error("%mediagen key") == "no key entered; nothing changed"
+
+
+def test_use_service_and_sandbox(nb: Notebook, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(client_config.ENV_KEY, nb.new_key(name="env"))
+    monkeypatch.setenv(client_config.ENV_BASE_URL, str(nb.sandbox.base_url))
+    monkeypatch.setenv(client_config.ENV_TIME_SCALE, str(TIME_SCALE))
+    nb.ok("%mediagen use service")
+    assert SESSION.client.base_url == nb.sandbox.base_url and not SESSION.client.settings.sandbox
+    assert nb.ok("%%generate gpt-image-2\na cat").status == "succeeded"
+    monkeypatch.setattr(client_config, "_embedded", nb.sandbox)  # no second server for this test
+    nb.ok("%mediagen use sandbox")
+    assert SESSION.client.settings.sandbox
+    assert nb.usage_error("%mediagen use cloud") == "usage: %mediagen use sandbox|service"
+
+
+# -- tab completion -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("%%generate gpt-im", ["gpt-image-2"]),
+        ("%generate zon", ["zonos2"]),
+        ("%%generate gpt-image-2 --asp", ["--aspect_ratio"]),
+        ("%generate infinitetalk res", ["resolution="]),
+    ],
+)
+def test_tab_completion(nb: Notebook, line: str, expected: list[str]) -> None:
+    with provisionalcompleter():
+        matches = [c.text for c in nb.shell.Completer.completions(line, len(line))]
+    assert matches == expected
+
+
+# -- import cost ----------------------------------------------------------------------------------
+
+HEAVY = ("starlette", "uvicorn", "PIL", "av", "pandas", "ipywidgets")
+CHILD = """
+import sys
+heavy = {heavy!r}
+{first}
+import mediagen_nb
+print("import", [m for m in heavy if m in sys.modules])
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+shell.run_line_magic("load_ext", "mediagen_nb")
+assert "generate" in shell.magics_manager.magics["cell"]
+print("load_ext", [m for m in heavy if m in sys.modules])
+"""
+
+
+@pytest.mark.parametrize(
+    ("first", "heavy"),
+    [
+        ("", HEAVY),
+        # pandas first: df.mediagen is registered at once, and must not load the client (httpx) for it
+        ("import pandas", (*(m for m in HEAVY if m != "pandas"), "httpx")),
+    ],
+    ids=["fresh", "after_pandas"],
+)
+def test_import_and_load_ext_stay_light(tmp_path: Any, first: str, heavy: tuple[str, ...]) -> None:
+    """A module-presence check in a fresh interpreter (timings belong in benchmarks/import_time.py)."""
+    env = {"IPYTHONDIR": str(tmp_path / "ipython"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD.format(heavy=heavy, first=first)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["import []", "load_ext []"], done.stdout
