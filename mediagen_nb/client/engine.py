@@ -53,6 +53,9 @@ class Call:
     body: Any = None
     idempotency_key: str | None = None
     hold: float = 0.0  # service seconds the service may hold the request (long poll)
+    # False for a start the service cannot deduplicate (reedit has no idempotency key): after an
+    # ambiguous failure (a broken connection, a 500) it may have started, so it is not sent again.
+    replayable: bool = True
     key: Secret | None = None  # filled by the engine
 
 
@@ -151,7 +154,8 @@ class Engine:
                     error = errors.from_response(response.status_code, response.content)
                     if isinstance(error, errors.RateLimitError):
                         self._penalize(call, error)
-            wait = self.retry.delay(error, attempt, self._rng)
+            ambiguous = isinstance(error, (errors.ConnectionFailed, errors.ServerError))
+            wait = None if ambiguous and not call.replayable else self.retry.delay(error, attempt, self._rng)
             if wait is None:
                 raise error from None
             yield Pause(self._real(wait))
@@ -489,7 +493,8 @@ class Engine:
         body = {
             k: v for k, v in {"flow": flow, "captions": captions, "music": music}.items() if v is not None
         }
-        data = yield from self.send(Call("POST", "reedit", START, params={"id": str(job_id)}, body=body))
+        call = Call("POST", "reedit", START, params={"id": str(job_id)}, body=body, replayable=False)
+        data = yield from self.send(call)
         return ShortVideoJob.from_api({"status": "scripting", **data})
 
     def wait_job(

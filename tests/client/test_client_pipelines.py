@@ -22,7 +22,9 @@ from mediagen_nb.client import (
     AsyncClient,
     BadRequestError,
     Client,
+    ConnectionFailed,
     ReplicationRun,
+    ServerError,
     ShortVideoJob,
     ValidationError,
     VideoOptions,
@@ -453,6 +455,25 @@ async def test_reedit_makes_a_new_job(h: Harness) -> None:
     assert finished.video_url and finished.video_url != done.video_url
     assert finished.script == done.script  # the re-edit reuses the script, voice and lip-sync
     assert finished.edit_report is not None and finished.edit_report["music"] is False
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fault", ["drop", "500"])
+async def test_reedit_is_not_sent_twice_after_an_ambiguous_failure(h: Harness, fault: str) -> None:
+    """reedit has no idempotency key: after a broken connection or a 500 it may have started, so the
+    client raises instead of retrying (a retry could make and charge a second job); 503 is retried."""
+    job = await h.call("make_video", "reedit once", seconds=20)
+    await h.call("wait_job", job, poll=POLL, timeout=WAIT)
+    await h.faults(script=[fault], routes=["reedit"])
+    jobs_before = len(h.sandbox.world.topic.jobs)
+    with pytest.raises((ConnectionFailed, ServerError)):
+        await h.call("reedit", job.id, flow="karaoke")
+    assert len(h.traffic.to("POST", path("reedit", id=job.id))) == 1
+    assert len(h.sandbox.world.topic.jobs) - jobs_before == (1 if fault == "drop" else 0)
+    await h.faults(script=["503"], routes=["reedit"])
+    recut = await h.call("reedit", job.id, flow="karaoke")
+    assert recut.id in h.sandbox.world.topic.jobs
+    assert len(h.traffic.to("POST", path("reedit", id=job.id))) == 3
 
 
 @pytest.mark.anyio
