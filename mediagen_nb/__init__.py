@@ -20,87 +20,39 @@ if TYPE_CHECKING:
     from mediagen_nb.batch.template import Template as Template
     from mediagen_nb.batch.template import template as template
     from mediagen_nb.client import *  # noqa: F403
+    from mediagen_nb.notebook import catalog as catalog
+    from mediagen_nb.notebook import form as form
+    from mediagen_nb.notebook import load_ipython_extension as load_ipython_extension
     from mediagen_nb.sandbox import Sandbox as Sandbox
     from mediagen_nb.sandbox import SandboxConfig as SandboxConfig
 
-_CLIENT_NAMES = (
-    "APIError",
-    "Analysis",
-    "AsyncClient",
-    "AuthenticationError",
-    "BadRequestError",
-    "Blueprint",
-    "BlueprintBuild",
-    "CapacityError",
-    "Client",
-    "ConfigurationError",
-    "ConnectionFailed",
-    "Estimate",
-    "Generation",
-    "GenerationError",
-    "GenerationFailed",
-    "GenerationTimedOut",
-    "InsufficientCreditsError",
-    "KeyCapReachedError",
-    "Limits",
-    "MediagenError",
-    "Model",
-    "ModerationError",
-    "NotFoundError",
-    "PermissionDeniedError",
-    "Pricing",
-    "RateLimitError",
-    "ReplicationRun",
-    "RetryPolicy",
-    "Secret",
-    "ServerError",
-    "ShortVideoJob",
-    "ValidationError",
-    "VideoOptions",
-    "WaitTimeout",
-    "WebhookError",
-    "WebhookInbox",
-)
-_LAZY = {name: "mediagen_nb.client" for name in _CLIENT_NAMES} | {
+_LAZY = {
     "Sandbox": "mediagen_nb.sandbox",
     "SandboxConfig": "mediagen_nb.sandbox",
     "template": "mediagen_nb.batch.template",
     "Template": "mediagen_nb.batch.template",
     "Ledger": "mediagen_nb.batch.ledger",
+    # The notebook package is light: these load IPython, widgets or the client only when called.
+    "load_ipython_extension": "mediagen_nb.notebook",
+    "form": "mediagen_nb.notebook",
+    "catalog": "mediagen_nb.notebook",
 }
 
-__all__ = [*_LAZY, "__version__", "catalog", "form", "load_ipython_extension"]
-
-
-def load_ipython_extension(shell: Any) -> None:
-    """``%load_ext mediagen_nb``: the magics (forms and the browser load when first opened)."""
-    from mediagen_nb.notebook import load_ipython_extension as load
-
-    load(shell)
-
-
-def form(model_id: str, client: Any = None) -> Any:
-    """An ipywidgets form for ``model_id`` built from its input schema (see mediagen_nb.notebook)."""
-    from mediagen_nb.notebook import form as build
-
-    return build(model_id, client)
-
-
-def catalog(client: Any = None) -> Any:
-    """A browser of every catalog model; selecting one opens its form."""
-    from mediagen_nb.notebook import catalog as browse
-
-    return browse(client)
+__all__ = [*_LAZY, "__version__"]
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
+    if not name.startswith("_"):  # the client's public names (Client, Generation, errors, ...)
+        client = importlib.import_module("mediagen_nb.client")
+        if name in client.__all__:
+            return getattr(client, name)
     raise AttributeError(f"module 'mediagen_nb' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted({*__all__, *importlib.import_module("mediagen_nb.client").__all__})
 
 
 def _register_accessor() -> None:

@@ -13,7 +13,7 @@ from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
-from mediagen_nb.sandbox.routing import Ctx, ok, service_endpoint
+from mediagen_nb.sandbox.routing import Ctx, delegate, ok
 from mediagen_nb.spec import fields, limits, messages, schema
 from mediagen_nb.spec.paths import path
 
@@ -375,23 +375,9 @@ async def _face_frame(
     return (width, height) if width > 0 and height > 0 else None
 
 
-@service_endpoint("run")
-async def run(ctx: Ctx) -> Response:
-    """POST /v1/run."""
-    return await ctx.world.generations.start(ctx)
-
-
-@service_endpoint("generation")
-async def generation(ctx: Ctx) -> Response:
-    """GET /v1/generations/{id}?wait=N."""
-    return await ctx.world.generations.read(ctx)
-
-
-@service_endpoint("estimate")
-async def estimate(ctx: Ctx) -> Response:
-    """POST /v1/estimate."""
-    return await ctx.world.generations.estimate(ctx)
-
-
 # (path name in mediagen_nb.spec.paths.PATHS, method, endpoint): mounted by the app.
-ROUTES = [("run", "POST", run), ("generation", "GET", generation), ("estimate", "POST", estimate)]
+ROUTES = [
+    ("run", "POST", delegate("run", "generations", "start")),
+    ("generation", "GET", delegate("generation", "generations", "read")),
+    ("estimate", "POST", delegate("estimate", "generations", "estimate")),
+]

@@ -52,7 +52,7 @@ from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
-from mediagen_nb.sandbox.routing import Ctx, ok, service_endpoint
+from mediagen_nb.sandbox.routing import Ctx, delegate, ok
 from mediagen_nb.spec import fields, limits, messages, schema
 from mediagen_nb.spec.paths import path
 
@@ -985,41 +985,11 @@ class Replication:
         return ok(run.public(self.world))
 
 
-@service_endpoint("analyze")
-async def analyze(ctx: Ctx) -> "Response":
-    """POST /v1/analyze."""
-    return await ctx.world.replication.analyze(ctx)
-
-
-@service_endpoint("analysis")
-async def analysis(ctx: Ctx) -> "Response":
-    """GET /v1/analyses/{id}."""
-    return await ctx.world.replication.read_analysis(ctx)
-
-
-@service_endpoint("blueprint")
-async def blueprint(ctx: Ctx) -> "Response":
-    """POST /v1/analyses/{id}/blueprint."""
-    return await ctx.world.replication.build(ctx)
-
-
-@service_endpoint("replicate")
-async def replicate(ctx: Ctx) -> "Response":
-    """POST /v1/analyses/{id}/replicate."""
-    return await ctx.world.replication.replicate(ctx)
-
-
-@service_endpoint("replication_run")
-async def replication_run(ctx: Ctx) -> "Response":
-    """GET /v1/runs/{id}."""
-    return await ctx.world.replication.read_run(ctx)
-
-
 # (path name in mediagen_nb.spec.paths.PATHS, method, endpoint): mounted by the app.
 ROUTES = [
-    ("analyze", "POST", analyze),
-    ("analysis", "GET", analysis),
-    ("blueprint", "POST", blueprint),
-    ("replicate", "POST", replicate),
-    ("replication_run", "GET", replication_run),
+    ("analyze", "POST", delegate("analyze", "replication", "analyze")),
+    ("analysis", "GET", delegate("analysis", "replication", "read_analysis")),
+    ("blueprint", "POST", delegate("blueprint", "replication", "build")),
+    ("replicate", "POST", delegate("replicate", "replication", "replicate")),
+    ("replication_run", "GET", delegate("replication_run", "replication", "read_run")),
 ]

@@ -120,3 +120,14 @@ def service_endpoint(
         return endpoint
 
     return wrap
+
+
+def delegate(route: str, service: str, method: str) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint of ``route``: the shared pipeline, then ``world.<service>.<method>(ctx)``."""
+
+    async def handler(ctx: Ctx) -> Response:
+        return await getattr(getattr(ctx.world, service), method)(ctx)
+
+    handler.__name__ = route
+    handler.__doc__ = f"{route}: world.{service}.{method}"
+    return service_endpoint(route)(handler)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec
-from mediagen_nb.sandbox.routing import Ctx, ok, service_endpoint
+from mediagen_nb.sandbox.routing import Ctx, delegate, ok
 from mediagen_nb.spec import fields, limits, messages
 from mediagen_nb.spec.paths import path
 
@@ -633,35 +633,11 @@ class TopicVideo:
         )
 
 
-@service_endpoint("job_start")
-async def job_start(ctx: Ctx) -> "Response":
-    """POST {topic-to-video root}."""
-    return await ctx.world.topic.start(ctx)
-
-
-@service_endpoint("job_options")
-async def job_options(ctx: Ctx) -> "Response":
-    """GET {topic-to-video root}/options."""
-    return await ctx.world.topic.options(ctx)
-
-
-@service_endpoint("job")
-async def job(ctx: Ctx) -> "Response":
-    """GET {topic-to-video root}/{jobId}."""
-    return await ctx.world.topic.read(ctx)
-
-
-@service_endpoint("reedit")
-async def reedit(ctx: Ctx) -> "Response":
-    """POST {topic-to-video root}/{jobId}/reedit."""
-    return await ctx.world.topic.reedit(ctx)
-
-
 # (path name in mediagen_nb.spec.paths.PATHS, method, endpoint): mounted by the app in this order, so
 # ``options`` is matched before ``{jobId}``.
 ROUTES = [
-    ("job_start", "POST", job_start),
-    ("job_options", "GET", job_options),
-    ("job", "GET", job),
-    ("reedit", "POST", reedit),
+    ("job_start", "POST", delegate("job_start", "topic", "start")),
+    ("job_options", "GET", delegate("job_options", "topic", "options")),
+    ("job", "GET", delegate("job", "topic", "read")),
+    ("reedit", "POST", delegate("reedit", "topic", "reedit")),
 ]
