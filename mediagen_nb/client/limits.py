@@ -18,7 +18,7 @@ from mediagen_nb.spec import limits as spec_limits
 
 _LOCK = threading.Lock()
 # Network latency is real time: it does not shrink with a time-scaled sandbox, so the margin never does.
-MIN_MARGIN = 0.5  # real seconds (60 new connections at once can take a quarter second to arrive)
+MIN_MARGIN = 0.1  # real seconds; evenly spaced requests arrive within a few ms of their slot
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Limits:
     starts_per_account: int = spec_limits.STARTS_PER_ACCOUNT
     window: float = spec_limits.WINDOW_SECONDS  # service seconds
     time_scale: float = 1.0  # service seconds per real second
-    margin: float | None = None  # real seconds added to each window; default: 5% of it, 0.5 s to 1 s
+    margin: float | None = None  # real seconds added to each window; default: 5% of it, 0.1 s to 1 s
 
     def __post_init__(self) -> None:
         if not (0 < self.time_scale < math.inf and 0 < self.window < math.inf):
@@ -59,8 +59,16 @@ class RollingLimiter:
         self._paused_until = 0.0
 
     def earliest(self, now: float) -> float:
-        """The first time a new event may go (call under the lock)."""
-        slot = max(now, self._paused_until, self._stamps[-1] if self._stamps else now)
+        """The first time a new event may go (call under the lock).
+
+        Events go at least ``window / limit`` apart and never more than ``limit`` in a window: an
+        even stream, not a burst of ``limit`` at once. A burst reaches the service spread over the
+        time it takes to open connections and serve it, in any order, so the next burst could land
+        early by as much; an even stream arrives as it was sent, so a small margin is enough.
+        """
+        slot = max(now, self._paused_until)
+        if self._stamps:
+            slot = max(slot, self._stamps[-1] + self.window / self.limit)
         if len(self._stamps) == self.limit:
             slot = max(slot, self._stamps[0] + self.window)
         return slot
