@@ -1,0 +1,69 @@
+"""Run the notebooks (``pytest --nbval-lax notebooks/``) on a fast embedded sandbox.
+
+nbval starts one kernel per notebook, in the notebook collector's setup, which pytest runs inside
+the setup of the notebook's first cell, after this hook. The kernel inherits this process's
+environment, so the hook sets it just before: the embedded sandbox's clock at ``NBVAL_TIME_SCALE``
+(600 simulated seconds per real second; the notebooks default to 30), and no ``MEDIAGEN_API_KEY``
+or ``MEDIAGEN_BASE_URL``, so a key in the developer's shell never sends CI's notebooks to the real
+service. The previous values come back when the last notebook cell is done (and at the end of
+the session), so tests outside this folder never see them.
+
+``MEDIAGEN_NBVAL_SERVICE=1`` keeps the key, the base URL and the time scale of the environment:
+the notebooks then run against the service (or a sandbox) they name, and spend what they say.
+"""
+
+import os
+
+import pytest
+
+NBVAL_TIME_SCALE = "600"
+SETTINGS = {
+    "MEDIAGEN_TIME_SCALE": NBVAL_TIME_SCALE,
+    "MEDIAGEN_API_KEY": None,  # None: removed for the kernels
+    "MEDIAGEN_BASE_URL": None,
+}
+_saved: dict[str, str | None] | None = None
+
+
+def _is_notebook_cell(item: pytest.Item) -> bool:
+    return type(item).__name__ == "IPyNbCell" and type(item).__module__.startswith("nbval")
+
+
+def _apply() -> None:
+    global _saved
+    if _saved is not None or os.environ.get("MEDIAGEN_NBVAL_SERVICE") == "1":
+        return
+    _saved = {name: os.environ.get(name) for name in SETTINGS}
+    for name, value in SETTINGS.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+def _restore() -> None:
+    global _saved
+    if _saved is None:
+        return
+    for name, value in _saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    _saved = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _is_notebook_cell(item):
+        _apply()  # before nbval's collector setup starts this notebook's kernel
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if _is_notebook_cell(item) and (nextitem is None or not _is_notebook_cell(nextitem)):
+        _restore()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _restore()
