@@ -672,7 +672,8 @@ class Replication:
     def _ready(self, analysis: Analysis) -> None:
         """Write the title, blueprint, stored copy and poster of a finished analysis."""
         world = self.world
-        rng = world.rng("analysis", analysis.id)
+        # Seeded by the link, like its length: the same video read twice gives the same blueprint.
+        rng = world.rng("analysis", analysis.source.url)
         blueprint, prompts = build_blueprint(rng, analysis.seconds, analysis.aspect)
         if analysis.source.platform is None:
             name = unquote(urlsplit(analysis.source.url).path).rsplit("/", 1)[-1]
