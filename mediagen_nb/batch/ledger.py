@@ -130,14 +130,18 @@ class Ledger:
                 ),
             )
 
-    def usage(self, since: float) -> list[tuple[str, int, int]]:
-        """(model id, runs, credits) of succeeded runs started since ``since`` (Unix time)."""
+    def usage(self, since: float, base_url: str) -> list[tuple[str, int, int]]:
+        """(model id, runs, credits) of succeeded runs on ``base_url`` started since ``since`` (Unix time).
+
+        One service at a time: sandbox credits are never added to what the real service charged.
+        """
         with self._lock:
             return list(
                 self._db.execute(
                     "SELECT model_id, COUNT(*), SUM(credits) FROM rows "
-                    "WHERE status='succeeded' AND started_at>=? GROUP BY model_id ORDER BY SUM(credits) DESC",
-                    (since,),
+                    "WHERE status='succeeded' AND started_at>=? AND base_url=? GROUP BY model_id "
+                    "ORDER BY SUM(credits) DESC",
+                    (since, base_url),
                 )
             )
 

@@ -380,7 +380,7 @@ class MediagenMagics(Magics):
         month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
         ledger = Ledger()
         try:
-            rows = ledger.usage(month)
+            rows = ledger.usage(month, SESSION.client.base_url)
         finally:
             ledger.close()
         return UsageTable(rows, now.strftime("%B %Y"))
