@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _simclock import SimClock
 
 from mediagen_nb.sandbox import Sandbox, catalog, pricing, replication
 from mediagen_nb.sandbox.media import measure_seconds
@@ -26,17 +27,6 @@ HOOK = "http://127.0.0.1:9/hook"  # loopback: allowed by the test sandbox, recor
 POLL_LIMIT = 400
 POLL_SECONDS = 30.0
 BILLING = BASE + path("sandbox_app", page="billing")
-
-
-class SimClock:
-    """Stops the sandbox's simulated clock so a test moves it by hand (timers then change nothing)."""
-
-    def __init__(self, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.at = sandbox.world.clock.now()
-        monkeypatch.setattr(sandbox.world.clock, "now", lambda: self.at)
-
-    def to(self, moment: float) -> None:
-        self.at = max(self.at, moment)
 
 
 async def poll(

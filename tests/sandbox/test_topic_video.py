@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _simclock import SimClock
 
 from mediagen_nb.sandbox import Sandbox, topic_video
 from mediagen_nb.sandbox.media import measure_seconds
@@ -28,17 +29,6 @@ READ_FIELDS = {
     fields.JOB_LIPSYNC, "videoUrl", fields.JOB_CREDITS, fields.JOB_EDIT_REPORT, fields.JOB_DEGRADED,
     "flow", "topic", "voice", "seconds", "posterUrl", "error", "createdAt", "updatedAt",
 }  # fmt: skip
-
-
-class SimClock:
-    """Stops the sandbox's simulated clock so a test moves it by hand (timers then change nothing)."""
-
-    def __init__(self, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.at = sandbox.world.clock.now()
-        monkeypatch.setattr(sandbox.world.clock, "now", lambda: self.at)
-
-    def to(self, moment: float) -> None:
-        self.at = max(self.at, moment)
 
 
 async def poll(
