@@ -187,7 +187,32 @@ class SliderField(Field):
         self.input.value = value
 
 
-class NumberField(Field):
+class ParsedField(Field):
+    """A field typed from free text: ``value`` is None and ``problem`` says why when it cannot be read."""
+
+    def _parse(self) -> Any:
+        raise NotImplementedError
+
+    def _unreadable(self, exc: ValueError) -> str:
+        raise NotImplementedError
+
+    @property
+    def value(self) -> Any:
+        try:
+            return self._parse()
+        except ValueError:
+            return None
+
+    @property
+    def problem(self) -> str | None:
+        try:
+            self._parse()
+        except ValueError as exc:
+            return self._unreadable(exc)
+        return None
+
+
+class NumberField(ParsedField):
     """A text box for a number (unbounded or a wide range); empty means absent."""
 
     kind = "number"
@@ -211,21 +236,9 @@ class NumberField(Field):
             return int(text) if text.lstrip("+-").isdigit() else int(number)
         return number
 
-    @property
-    def value(self) -> int | float | None:
-        try:
-            return self._parse()
-        except ValueError:
-            return None
-
-    @property
-    def problem(self) -> str | None:
-        try:
-            self._parse()
-        except ValueError:
-            word = "an integer" if self.prop.get("type") == "integer" else "a number"
-            return messages.wrong_type(self.name, word)
-        return None
+    def _unreadable(self, exc: ValueError) -> str:
+        word = "an integer" if self.prop.get("type") == "integer" else "a number"
+        return messages.wrong_type(self.name, word)
 
 
 class MediaField(Field):
@@ -321,7 +334,7 @@ class UrlListField(Field):
         self._changed()
 
 
-class JsonField(Field):
+class JsonField(ParsedField):
     """The fallback: a text area taking JSON, for any property shape no registry row builds."""
 
     kind = "json"
@@ -335,20 +348,8 @@ class JsonField(Field):
         text = self.input.value
         return json.loads(text) if text.strip() else None
 
-    @property
-    def value(self) -> Any:
-        try:
-            return self._parse()
-        except ValueError:
-            return None
-
-    @property
-    def problem(self) -> str | None:
-        try:
-            self._parse()
-        except ValueError as exc:
-            return f"{self.name} is not valid JSON: {exc}"
-        return None
+    def _unreadable(self, exc: ValueError) -> str:
+        return f"{self.name} is not valid JSON: {exc}"
 
     def set(self, value: Any) -> None:
         self.input.value = "" if value is None else json.dumps(value, default=str)

@@ -1,16 +1,13 @@
 """The sandbox's replication API over HTTP: link rules, analyses, blueprints, runs, charging and webhooks."""
 
-import asyncio
 import itertools
 import json
 import math
-import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from _simclock import SimClock
+from _pipelines import SimClock, poll
 
 from mediagen_nb.sandbox import Sandbox, catalog, pricing, replication
 from mediagen_nb.sandbox.media import measure_seconds
@@ -24,26 +21,7 @@ CLIP = "https://sandbox.test/_sandbox/samples/clip.mp4"  # 24 s, 9:16; the sandb
 TIKTOK = "https://www.tiktok.com/@demo/video/7301"  # a platform link: nothing to download
 SHOTS = "https://www.tiktok.com/@demo/video/shots-7301"  # the word "shots": shot list only
 HOOK = "http://127.0.0.1:9/hook"  # loopback: allowed by the test sandbox, recorded in the outbox
-POLL_LIMIT = 400
-POLL_SECONDS = 30.0
 BILLING = BASE + path("sandbox_app", page="billing")
-
-
-async def poll(
-    api: httpx.AsyncClient, url: str, until: Callable[[dict[str, Any]], bool]
-) -> list[dict[str, Any]]:
-    """Every ``data`` read of ``url`` until ``until`` holds; bounded in count and in time."""
-    seen = []
-    deadline = time.monotonic() + POLL_SECONDS
-    for _ in range(POLL_LIMIT):
-        response = await api.get(url)
-        assert response.status_code == 200, response.text
-        seen.append(response.json()["data"])
-        if until(seen[-1]):
-            return seen
-        assert time.monotonic() < deadline, f"{url} did not settle: {seen[-1]}"
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{url} did not settle after {POLL_LIMIT} reads: {seen[-1]}")
 
 
 async def analyze(api: httpx.AsyncClient, url: str = CLIP, **headers: str) -> httpx.Response:

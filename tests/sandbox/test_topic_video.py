@@ -1,15 +1,12 @@
 """The sandbox's topic-to-video API over HTTP: options, body rules, stages, charging, refunds, re-edits."""
 
-import asyncio
 import json
 import math
-import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from _simclock import SimClock
+from _pipelines import SimClock, poll
 
 from mediagen_nb.sandbox import Sandbox, topic_video
 from mediagen_nb.sandbox.media import measure_seconds
@@ -22,8 +19,6 @@ BASE = "http://sandbox.test"
 HOOK = "http://127.0.0.1:9/hook"  # loopback: allowed by the test sandbox, recorded in the outbox
 BILLING = BASE + path("sandbox_app", page="billing")
 STAGES = ["scripting", "portrait", "animating", "captioning", "done"]
-POLL_LIMIT = 400
-POLL_SECONDS = 30.0
 READ_FIELDS = {
     "jobId", "status", "stage", fields.JOB_PROGRESS, fields.JOB_SCRIPT, fields.JOB_PORTRAIT,
     fields.JOB_LIPSYNC, "videoUrl", fields.JOB_CREDITS, fields.JOB_EDIT_REPORT, fields.JOB_DEGRADED,
@@ -31,25 +26,8 @@ READ_FIELDS = {
 }  # fmt: skip
 
 
-async def poll(
-    api: httpx.AsyncClient, job_id: str, until: Callable[[dict[str, Any]], bool]
-) -> list[dict[str, Any]]:
-    """Every read of the job until ``until`` holds; bounded in count and in time."""
-    seen = []
-    deadline = time.monotonic() + POLL_SECONDS
-    for _ in range(POLL_LIMIT):
-        response = await api.get(path("job", id=job_id))
-        assert response.status_code == 200, response.text
-        seen.append(response.json()["data"])
-        if until(seen[-1]):
-            return seen
-        assert time.monotonic() < deadline, f"job {job_id} did not settle: {seen[-1]}"
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"job {job_id} did not settle after {POLL_LIMIT} reads: {seen[-1]}")
-
-
 async def finished(api: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:
-    return await poll(api, job_id, lambda d: d["status"] in ("done", "failed"))
+    return await poll(api, path("job", id=job_id), lambda d: d["status"] in ("done", "failed"))
 
 
 async def start(api: httpx.AsyncClient, **body: Any) -> str:
