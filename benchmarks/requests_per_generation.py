@@ -14,7 +14,7 @@ import time
 import httpx
 
 from mediagen_nb import Client, Sandbox
-from mediagen_nb.spec.paths import path
+from mediagen_nb.protocol.paths import path
 
 CASES = (
     ("about 20 s", "seedbloom-4"),

@@ -32,9 +32,9 @@ from mediagen_nb import Sandbox
 from mediagen_nb.batch import loop
 from mediagen_nb.client import AsyncClient, Limits
 from mediagen_nb.client.clients import POOL
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.catalog import BY_ID
-from mediagen_nb.spec import limits as spec_limits
-from mediagen_nb.spec.paths import path
 
 MODEL = "flare-1-swift"  # flat price (pricing null), about 5 s a run
 POLL_SECONDS = 2.0  # the baselines poll every 2 simulated seconds

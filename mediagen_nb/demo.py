@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 
 from mediagen_nb.client import Client, Generation
-from mediagen_nb.spec.paths import path
+from mediagen_nb.protocol.paths import path
 
 FACE_PROMPT = "Studio portrait of a friendly science presenter looking into the camera, soft light"
 SCRIPT = "Hi! In the next minute I'll show you how a picture, a voice and a video come together."

@@ -8,7 +8,7 @@ import httpx
 import pandas as pd
 
 from mediagen_nb.batch import loop
-from mediagen_nb.spec.schema import url_extension
+from mediagen_nb.protocol.schema import url_extension
 
 CONCURRENT = 8
 

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from mediagen_nb.client import html
-from mediagen_nb.spec.schema import url_extension
+from mediagen_nb.protocol.schema import url_extension
 
 MEDIA_KINDS = {
     ".png": "image",

@@ -15,7 +15,7 @@ from typing import Any
 
 from mediagen_nb.batch.template import Template
 from mediagen_nb.client import Model, ValidationError
-from mediagen_nb.spec.schema import is_missing
+from mediagen_nb.protocol.schema import is_missing
 
 Columns = Mapping[str, str] | Sequence[str] | None
 

@@ -24,7 +24,7 @@ from mediagen_nb.batch.plan import Columns, Row, _did_you_mean, plan_rows, resol
 from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
 from mediagen_nb.client import AsyncClient, BaseClient, Model
 from mediagen_nb.client.errors import ValidationError
-from mediagen_nb.spec import messages
+from mediagen_nb.protocol import messages
 
 RESULT_COLUMNS = ("generation_id", "status", "output_url", "output_urls", "credits", "error", "elapsed_s")
 

@@ -26,7 +26,7 @@ from mediagen_nb.client import (
     MediagenError,
     Model,
 )
-from mediagen_nb.spec import limits
+from mediagen_nb.protocol import limits
 
 STARTS_IN_FLIGHT = 8  # start requests awaiting their answer at once (hides latency; the limiter paces)
 

@@ -26,7 +26,8 @@ from mediagen_nb.client.errors import (
     WaitTimeout,
     WebhookError,
 )
-from mediagen_nb.client.limits import Limits
+from mediagen_nb.client.inbox import WebhookInbox
+from mediagen_nb.client.pacing import Limits
 from mediagen_nb.client.resources import (
     Analysis,
     Blueprint,
@@ -40,7 +41,6 @@ from mediagen_nb.client.resources import (
     VideoOptions,
 )
 from mediagen_nb.client.retry import RetryPolicy
-from mediagen_nb.client.webhooks import WebhookInbox
 
 __all__ = [
     "APIError",

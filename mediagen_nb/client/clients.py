@@ -16,7 +16,7 @@ import httpx
 
 from mediagen_nb.client.config import Settings, resolve
 from mediagen_nb.client.engine import Call, Engine, Op
-from mediagen_nb.client.limits import Limits
+from mediagen_nb.client.pacing import Limits
 from mediagen_nb.client.resources import (
     Analysis,
     BlueprintBuild,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mediagen_nb.client.errors import MediagenError
-from mediagen_nb.client.limits import Limits
-from mediagen_nb.spec.paths import SERVICE_BASE_URL
+from mediagen_nb.client.pacing import Limits
+from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
 ENV_KEY = "MEDIAGEN_API_KEY"
 ENV_BASE_URL = "MEDIAGEN_BASE_URL"

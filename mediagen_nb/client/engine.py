@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from mediagen_nb.client import errors, limits
+from mediagen_nb.client import errors, pacing
 from mediagen_nb.client.config import Secret, Settings
 from mediagen_nb.client.resources import (
     Analysis,
@@ -29,9 +29,9 @@ from mediagen_nb.client.resources import (
     VideoOptions,
 )
 from mediagen_nb.client.retry import RetryPolicy
-from mediagen_nb.spec import fields, messages, schema
-from mediagen_nb.spec import limits as spec_limits
-from mediagen_nb.spec.paths import path
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import messages, schema, wire
+from mediagen_nb.protocol.paths import path
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -46,7 +46,7 @@ class Call:
     """One request to send. ``kind`` decides which limiters it passes through."""
 
     method: str
-    endpoint: str  # a name of mediagen_nb.spec.paths.PATHS
+    endpoint: str  # a name of mediagen_nb.protocol.paths.PATHS
     kind: str = READ
     params: Mapping[str, str] = field(default_factory=dict)
     query: Mapping[str, Any] | None = None
@@ -79,10 +79,10 @@ class Engine:
         self.timeout = timeout
         lim = settings.limits
         self._keys = [
-            limits.shared("key", settings.base_url, k.reveal(), lim.requests_per_key, lim.real_window)
+            pacing.shared("key", settings.base_url, k.reveal(), lim.requests_per_key, lim.real_window)
             for k in settings.keys
         ]
-        self._account = limits.shared(
+        self._account = pacing.shared(
             "account", settings.base_url, settings.account, lim.starts_per_account, lim.real_window
         )
         self._models: dict[str, Model] | None = None
@@ -117,7 +117,7 @@ class Engine:
         if call.kind == CATALOG:
             return call, 0.0
         choices = [[key] + ([self._account] if call.kind == START else []) for key in self._keys]
-        index, delay = limits.reserve(choices)
+        index, delay = pacing.reserve(choices)
         return Call(**{**call.__dict__, "key": self.settings.keys[index]}), delay
 
     def _penalize(self, call: Call, error: errors.RateLimitError) -> None:
@@ -167,7 +167,7 @@ class Engine:
         """Every catalog model (cached per client; ``refresh=True`` reads it again)."""
         if self._models is None or refresh:
             data = yield from self.send(Call("GET", "models", CATALOG))
-            records = data.get(fields.MODELS_LIST, []) if isinstance(data, Mapping) else data
+            records = data.get(wire.MODELS_LIST, []) if isinstance(data, Mapping) else data
             self._models = {m.id: m for m in (Model.from_api(r) for r in records)}
         return list(self._models.values())
 
@@ -462,16 +462,16 @@ class Engine:
         body = {
             name: value
             for name, value in {
-                fields.JOB_TOPIC: topic,
-                fields.JOB_SECONDS: seconds,
-                fields.JOB_GENDER: gender,
-                fields.JOB_LOOK: look,
-                fields.JOB_VOICE: voice,
-                fields.JOB_FLOW: flow,
-                fields.JOB_CAPTIONS: captions,
-                fields.JOB_MUSIC: music,
-                fields.JOB_WEBHOOK: webhook,
-                fields.JOB_IDEMPOTENCY: idempotency_key or uuid.uuid4().hex,
+                wire.JOB_TOPIC: topic,
+                wire.JOB_SECONDS: seconds,
+                wire.JOB_GENDER: gender,
+                wire.JOB_LOOK: look,
+                wire.JOB_VOICE: voice,
+                wire.JOB_FLOW: flow,
+                wire.JOB_CAPTIONS: captions,
+                wire.JOB_MUSIC: music,
+                wire.JOB_WEBHOOK: webhook,
+                wire.JOB_IDEMPOTENCY: idempotency_key or uuid.uuid4().hex,
             }.items()
             if value is not None
         }

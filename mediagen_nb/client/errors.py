@@ -8,7 +8,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from mediagen_nb.spec import messages
+from mediagen_nb.protocol import messages
 
 if TYPE_CHECKING:
     from mediagen_nb.client.resources import Generation

@@ -1,7 +1,7 @@
 """The service's resources as frozen dataclasses, named after the spec, shown inline in notebooks.
 
 Unknown extra fields from the service are kept in ``extra``, never a crash. Wire names come from
-the spec's tables or, where the spec does not show them, from :mod:`mediagen_nb.spec.fields`.
+the spec's tables or, where the spec does not show them, from :mod:`mediagen_nb.protocol.wire`.
 """
 
 from collections.abc import Mapping
@@ -11,9 +11,8 @@ from typing import Any, TypeVar
 
 from mediagen_nb.client import html
 from mediagen_nb.client.errors import GenerationFailed, GenerationTimedOut
-from mediagen_nb.spec import fields as wire
-from mediagen_nb.spec import messages
-from mediagen_nb.spec.schema import length_billed_field, media_kind
+from mediagen_nb.protocol import messages, wire
+from mediagen_nb.protocol.schema import length_billed_field, media_kind
 
 R = TypeVar("R")
 

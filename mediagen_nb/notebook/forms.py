@@ -21,7 +21,7 @@ import ipywidgets as widgets
 
 from mediagen_nb.client import Client, Generation, GenerationError, MediagenError, Model, ValidationError
 from mediagen_nb.notebook import parsing
-from mediagen_nb.notebook.fields import Field, build_field
+from mediagen_nb.notebook.inputs import Field, build_field
 from mediagen_nb.notebook.session import SESSION
 
 DEBOUNCE_S = 0.6

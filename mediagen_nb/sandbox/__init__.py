@@ -1,6 +1,6 @@
 """The sandbox: a faithful local emulator of the whole service, with real HTTP, credits and media.
 
-It imports nothing from the client; the rules it shares with the client live in ``mediagen_nb.spec``.
+It imports nothing from the client; the rules it shares with the client live in ``mediagen_nb.protocol``.
 """
 
 from mediagen_nb.sandbox.accounts import DEMO_KEY

@@ -5,9 +5,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from mediagen_nb.protocol import limits, messages
 from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.errors import ServiceError, bad_request
-from mediagen_nb.spec import limits, messages
 
 DEMO_ACCOUNT = "demo"
 DEMO_KEY = "pk_live_sandbox_demo_key"

@@ -8,10 +8,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT, SANDBOX_ROOT, TOPIC_ROOT
 from mediagen_nb.sandbox import catalog_api, control, generations, replication, topic_video
 from mediagen_nb.sandbox.errors import error_response
 from mediagen_nb.sandbox.world import SandboxConfig, World
-from mediagen_nb.spec.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT, SANDBOX_ROOT, TOPIC_ROOT
 
 # Share-page names hold a slash (``r/<run id>``).
 _CONVERTERS = {"sandbox_app": ("{page}", "{page:path}")}

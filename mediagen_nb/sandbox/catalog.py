@@ -12,6 +12,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mediagen_nb.protocol.paths import PATHS, path
+from mediagen_nb.protocol.wire import (
+    MODEL_CREDITS,
+    MODEL_DESCRIPTION,
+    MODEL_GROUP,
+    MODEL_ID,
+    MODEL_LINKS,
+    MODEL_NAME,
+    MODEL_OUTPUT_TYPE,
+    MODEL_PREVIEW,
+)
 from mediagen_nb.sandbox.pricing import (
     Flat,
     Multiplier,
@@ -25,17 +36,6 @@ from mediagen_nb.sandbox.pricing import (
     listed_credits,
     same_option,
 )
-from mediagen_nb.spec.fields import (
-    MODEL_CREDITS,
-    MODEL_DESCRIPTION,
-    MODEL_GROUP,
-    MODEL_ID,
-    MODEL_LINKS,
-    MODEL_NAME,
-    MODEL_OUTPUT_TYPE,
-    MODEL_PREVIEW,
-)
-from mediagen_nb.spec.paths import PATHS, path
 
 Schema = dict[str, Any]
 

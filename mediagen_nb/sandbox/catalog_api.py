@@ -4,11 +4,11 @@ from typing import Any
 
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
+from mediagen_nb.protocol import messages, wire
+from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS
 from mediagen_nb.sandbox import catalog
 from mediagen_nb.sandbox.errors import not_found
 from mediagen_nb.sandbox.routing import Ctx, ok, service_endpoint
-from mediagen_nb.spec import fields, messages
-from mediagen_nb.spec.paths import GENERATION_ROOT, PATHS
 
 
 def _relative(name: str) -> str:
@@ -157,7 +157,7 @@ def llms_text() -> str:
 @service_endpoint("models", authenticated=False)
 async def models(ctx: Ctx) -> Response:
     """GET /v1/models."""
-    return ok({fields.MODELS_LIST: [catalog.record(m, ctx.base_url) for m in catalog.MODELS]})
+    return ok({wire.MODELS_LIST: [catalog.record(m, ctx.base_url) for m in catalog.MODELS]})
 
 
 @service_endpoint("model", authenticated=False)

@@ -2,7 +2,7 @@
 
 from starlette.responses import JSONResponse
 
-from mediagen_nb.spec import messages
+from mediagen_nb.protocol import messages
 
 
 class ServiceError(Exception):

@@ -11,13 +11,13 @@ import random
 from collections import Counter, deque
 from typing import Any
 
+from mediagen_nb.protocol.paths import PATHS
 from mediagen_nb.sandbox.errors import bad_request
-from mediagen_nb.spec.paths import PATHS
 
 HTTP_KINDS = ("429", "500", "503", "drop", "slow")
 MODEL_KINDS = ("fail", "hang")
 OK = "ok"
-# Endpoint names a plan's ``routes`` may list: the service's paths (mediagen_nb.spec.paths), not the controls.
+# Endpoint names a plan's ``routes`` may list: the service's paths (protocol.paths), not the controls.
 ROUTE_NAMES = frozenset(name for name in PATHS if not name.startswith("sandbox_"))
 
 

@@ -11,7 +11,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from mediagen_nb.spec.paths import PATHS
+from mediagen_nb.protocol.paths import PATHS
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.media import MediaStore

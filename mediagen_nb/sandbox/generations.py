@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any
 from PIL import Image
 from starlette.responses import Response
 
+from mediagen_nb.protocol import limits, messages, schema, wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
 from mediagen_nb.sandbox.routing import Ctx, delegate, ok
-from mediagen_nb.spec import fields, limits, messages, schema
-from mediagen_nb.spec.paths import path
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -311,9 +311,9 @@ class Generations:
         priced = await self._price_input(model, values, webhook, estimate=True)
         return ok(
             {
-                fields.ESTIMATE_MODEL: priced.model.id,
-                fields.ESTIMATE_CREDITS: priced.credits,
-                fields.ESTIMATE_BILLING: pricing.billing_text(priced.model),
+                wire.ESTIMATE_MODEL: priced.model.id,
+                wire.ESTIMATE_CREDITS: priced.credits,
+                wire.ESTIMATE_BILLING: pricing.billing_text(priced.model),
             }
         )
 
@@ -375,7 +375,7 @@ async def _face_frame(
     return (width, height) if width > 0 and height > 0 else None
 
 
-# (path name in mediagen_nb.spec.paths.PATHS, method, endpoint): mounted by the app.
+# (path name in mediagen_nb.protocol.paths.PATHS, method, endpoint): mounted by the app.
 ROUTES = [
     ("run", "POST", delegate("run", "generations", "start")),
     ("generation", "GET", delegate("generation", "generations", "read")),

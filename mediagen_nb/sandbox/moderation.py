@@ -8,8 +8,8 @@ when its URL contains ``IMAGE_MARKER`` (any case).
 import re
 from typing import Any
 
+from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.errors import bad_request
-from mediagen_nb.spec import messages
 
 BLOCKED_WORDS = frozenset({"gore", "nsfw", "nude", "beheading", "bloodbath"})
 IMAGE_MARKER = "nsfw"

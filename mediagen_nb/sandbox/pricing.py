@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from mediagen_nb.spec.limits import ESTIMATE_FALLBACK_SECONDS
+from mediagen_nb.protocol.limits import ESTIMATE_FALLBACK_SECONDS
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.catalog import ModelSpec

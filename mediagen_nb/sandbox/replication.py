@@ -48,13 +48,13 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import av
 
+from mediagen_nb.protocol import limits, messages, schema, wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
 from mediagen_nb.sandbox.routing import Ctx, delegate, ok
-from mediagen_nb.spec import fields, limits, messages, schema
-from mediagen_nb.spec.paths import path
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -724,12 +724,12 @@ class Replication:
         elif not analysis.shot_list_only:
             reason = "The blueprint is already built"
         if reason is not None:
-            return ok({fields.BLUEPRINT_STARTED: False, fields.BLUEPRINT_REASON: reason})
+            return ok({wire.BLUEPRINT_STARTED: False, wire.BLUEPRINT_REASON: reason})
         assert analysis.blueprint is not None
         build_seconds = BLUEPRINT_BASE_SECONDS + BLUEPRINT_PER_CLIP * len(analysis.blueprint["clips"])
         analysis.build_at = self.world.clock.now() + build_seconds
         self.world.schedule(build_seconds, lambda: self.settle(analysis))
-        return ok({fields.BLUEPRINT_STARTED: True})
+        return ok({wire.BLUEPRINT_STARTED: True})
 
     # --- runs
 
@@ -986,7 +986,7 @@ class Replication:
         return ok(run.public(self.world))
 
 
-# (path name in mediagen_nb.spec.paths.PATHS, method, endpoint): mounted by the app.
+# (path name in mediagen_nb.protocol.paths.PATHS, method, endpoint): mounted by the app.
 ROUTES = [
     ("analyze", "POST", delegate("analyze", "replication", "analyze")),
     ("analysis", "GET", delegate("analysis", "replication", "read_analysis")),

@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, error_response, too_many
-from mediagen_nb.spec import messages
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World

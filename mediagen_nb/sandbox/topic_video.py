@@ -36,12 +36,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec
 from mediagen_nb.sandbox.routing import Ctx, delegate, ok
-from mediagen_nb.spec import fields, limits, messages
-from mediagen_nb.spec.paths import path
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -220,14 +220,14 @@ class Job:
             "jobId": self.id,
             "status": self.status,
             "stage": self.status,
-            fields.JOB_PROGRESS: self.progress(world.clock.now()),
-            fields.JOB_SCRIPT: self.script,
-            fields.JOB_PORTRAIT: self.portrait_url,
-            fields.JOB_LIPSYNC: self.lipsync_url,
+            wire.JOB_PROGRESS: self.progress(world.clock.now()),
+            wire.JOB_SCRIPT: self.script,
+            wire.JOB_PORTRAIT: self.portrait_url,
+            wire.JOB_LIPSYNC: self.lipsync_url,
             "videoUrl": self.video_url,
-            fields.JOB_CREDITS: self.credits_used,
-            fields.JOB_EDIT_REPORT: self.edit_report,
-            fields.JOB_DEGRADED: bool(self.skipped),
+            wire.JOB_CREDITS: self.credits_used,
+            wire.JOB_EDIT_REPORT: self.edit_report,
+            wire.JOB_DEGRADED: bool(self.skipped),
             "flow": self.flow,
             "topic": self.topic,
             "voice": self.voice,
@@ -288,13 +288,13 @@ def _flag(body: dict[str, Any], name: str, default: bool) -> bool:
 
 def _edit(body: dict[str, Any], default: Edit) -> Edit:
     """The edit choices of a body; absent ones come from ``default``."""
-    flow = body.get(fields.JOB_FLOW)
+    flow = body.get(wire.JOB_FLOW)
     if flow is not None and flow not in FLOWS:
-        raise bad_request(messages.not_one_of(fields.JOB_FLOW, FLOWS))
+        raise bad_request(messages.not_one_of(wire.JOB_FLOW, FLOWS))
     return Edit(
         flow or default.flow,
-        _flag(body, fields.JOB_CAPTIONS, default.captions),
-        _flag(body, fields.JOB_MUSIC, default.music),
+        _flag(body, wire.JOB_CAPTIONS, default.captions),
+        _flag(body, wire.JOB_MUSIC, default.music),
     )
 
 
@@ -303,10 +303,10 @@ def _seconds(value: Any) -> float:
     if value is None:
         return float(limits.SHORT_VIDEO_SECONDS_DEFAULT)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise bad_request(messages.wrong_type(fields.JOB_SECONDS, "a number of seconds"))
+        raise bad_request(messages.wrong_type(wire.JOB_SECONDS, "a number of seconds"))
     low, high = limits.SHORT_VIDEO_SECONDS_MIN, limits.SHORT_VIDEO_SECONDS_MAX
     if not low <= value <= high:
-        raise bad_request(messages.out_of_range(fields.JOB_SECONDS, low, high))
+        raise bad_request(messages.out_of_range(wire.JOB_SECONDS, low, high))
     return float(value)
 
 
@@ -339,17 +339,17 @@ class TopicVideo:
 
     async def _plan(self, body: dict[str, Any]) -> Plan:
         """Every start body field's type, rule, default and fallback; the webhook is checked here too."""
-        topic = body.get(fields.JOB_TOPIC)
+        topic = body.get(wire.JOB_TOPIC)
         if topic is not None and not isinstance(topic, str):
-            raise bad_request(messages.wrong_type(fields.JOB_TOPIC, "a string"))
-        seconds = _seconds(body.get(fields.JOB_SECONDS))
-        gender = body.get(fields.JOB_GENDER)
+            raise bad_request(messages.wrong_type(wire.JOB_TOPIC, "a string"))
+        seconds = _seconds(body.get(wire.JOB_SECONDS))
+        gender = body.get(wire.JOB_GENDER)
         gender = GENDERS[0] if gender is None else gender
         if gender not in GENDERS:
-            raise bad_request(messages.not_one_of(fields.JOB_GENDER, GENDERS))
-        look, voice = body.get(fields.JOB_LOOK), body.get(fields.JOB_VOICE)
+            raise bad_request(messages.not_one_of(wire.JOB_GENDER, GENDERS))
+        look, voice = body.get(wire.JOB_LOOK), body.get(wire.JOB_VOICE)
         edit = _edit(body, Edit(DEFAULT_FLOW, True, True))
-        webhook = body.get(fields.JOB_WEBHOOK)
+        webhook = body.get(wire.JOB_WEBHOOK)
         if webhook is not None:
             await self.world.webhooks.check(webhook)
         return Plan(
@@ -366,11 +366,11 @@ class TopicVideo:
         """POST {topic root}: body rules, then the body idempotency key, then cap, balance and the job."""
         body = await ctx.body()
         plan = await self._plan(body)
-        raw_key = body.get(fields.JOB_IDEMPOTENCY)
+        raw_key = body.get(wire.JOB_IDEMPOTENCY)
         if raw_key is None:
             return ok({"jobId": self._create(ctx, plan).id}, 201)
         if not isinstance(raw_key, str) or not raw_key:
-            raise bad_request(messages.wrong_type(fields.JOB_IDEMPOTENCY, "a non-empty string"))
+            raise bad_request(messages.wrong_type(wire.JOB_IDEMPOTENCY, "a non-empty string"))
         key = (ctx.who.account.id, raw_key)
         async with self._idempotency_locks.setdefault(key, asyncio.Lock()):
             existing = self.by_idempotency.get(key)
@@ -612,28 +612,28 @@ class TopicVideo:
         """GET {topic root}/options: voices by gender, looks, edit styles, length bounds and defaults."""
         return ok(
             {
-                fields.OPTIONS_VOICES: {gender: list(names) for gender, names in VOICES.items()},
-                fields.OPTIONS_GENDERS: list(GENDERS),
-                fields.OPTIONS_LOOKS: list(LOOKS),
-                fields.OPTIONS_FLOWS: list(FLOWS),
-                fields.OPTIONS_SECONDS: {
+                wire.OPTIONS_VOICES: {gender: list(names) for gender, names in VOICES.items()},
+                wire.OPTIONS_GENDERS: list(GENDERS),
+                wire.OPTIONS_LOOKS: list(LOOKS),
+                wire.OPTIONS_FLOWS: list(FLOWS),
+                wire.OPTIONS_SECONDS: {
                     "min": limits.SHORT_VIDEO_SECONDS_MIN,
                     "max": limits.SHORT_VIDEO_SECONDS_MAX,
                     "default": limits.SHORT_VIDEO_SECONDS_DEFAULT,
                 },
-                fields.OPTIONS_DEFAULTS: {
-                    fields.JOB_GENDER: GENDERS[0],
-                    fields.JOB_LOOK: LOOKS[0],
-                    fields.JOB_VOICE: dict(DEFAULT_VOICE),
-                    fields.JOB_FLOW: DEFAULT_FLOW,
-                    fields.JOB_CAPTIONS: True,
-                    fields.JOB_MUSIC: True,
+                wire.OPTIONS_DEFAULTS: {
+                    wire.JOB_GENDER: GENDERS[0],
+                    wire.JOB_LOOK: LOOKS[0],
+                    wire.JOB_VOICE: dict(DEFAULT_VOICE),
+                    wire.JOB_FLOW: DEFAULT_FLOW,
+                    wire.JOB_CAPTIONS: True,
+                    wire.JOB_MUSIC: True,
                 },
             }
         )
 
 
-# (path name in mediagen_nb.spec.paths.PATHS, method, endpoint): mounted by the app in this order, so
+# (path name in mediagen_nb.protocol.paths.PATHS, method, endpoint): mounted by the app in this order, so
 # ``options`` is matched before ``{jobId}``.
 ROUTES = [
     ("job_start", "POST", delegate("job_start", "topic", "start")),

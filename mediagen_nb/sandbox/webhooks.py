@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.errors import bad_request
-from mediagen_nb.spec import messages
 
 USER_AGENT = "Service-Webhook/1"
 BLOCKED_SUFFIXES = (".local", ".internal", ".localhost")

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mediagen_nb.protocol import limits
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.accounts import Accounts
 from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.limits import RollingWindow
 from mediagen_nb.sandbox.media import MediaSpec, MediaStore
 from mediagen_nb.sandbox.webhooks import Webhooks
-from mediagen_nb.spec import limits
-from mediagen_nb.spec.paths import path
 
 
 @dataclass(frozen=True)

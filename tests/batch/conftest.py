@@ -17,8 +17,8 @@ import pytest
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
 from mediagen_nb.client import AsyncClient, Limits
+from mediagen_nb.protocol.paths import CATALOG_PATHS, PATHS, path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
-from mediagen_nb.spec.paths import CATALOG_PATHS, PATHS, path
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
 POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)  # as the client's own pool

@@ -18,8 +18,8 @@ import httpx
 
 from mediagen_nb.client import AsyncClient, Client, Limits
 from mediagen_nb.client.clients import BaseClient
+from mediagen_nb.protocol.paths import CATALOG_PATHS, PATHS, path
 from mediagen_nb.sandbox import Sandbox
-from mediagen_nb.spec.paths import CATALOG_PATHS, PATHS, path
 
 IN_PROCESS_URL = "http://sandbox.local"
 _PATTERNS = {

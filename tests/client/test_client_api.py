@@ -40,8 +40,8 @@ from mediagen_nb.client import (
 )
 from mediagen_nb.client.resources import ReplicationRun
 from mediagen_nb.client.retry import NO_RETRY
+from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox import Sandbox
-from mediagen_nb.spec import messages
 
 IMAGE = {"prompt": "a paper boat on a pond", "quality": "low"}  # gpt-image-2, 3 credits, ~30 s
 pytestmark = pytest.mark.anyio

@@ -11,8 +11,8 @@ import pytest
 from _kit import unused_port
 
 from mediagen_nb.client import Client, ConfigurationError, Estimate, Limits
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
-from mediagen_nb.spec.paths import path
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = {"prompt": "a paper boat on a pond", "quality": "low"}

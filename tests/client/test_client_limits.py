@@ -17,9 +17,9 @@ import httpx
 import pytest
 
 from mediagen_nb.client import AsyncClient, Client, Limits, RetryPolicy
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
-from mediagen_nb.spec import limits as spec_limits
-from mediagen_nb.spec.paths import path
 
 SCALE = 60.0
 WINDOW = spec_limits.WINDOW_SECONDS / SCALE  # the service's window in real seconds: 1 s

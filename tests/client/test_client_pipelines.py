@@ -31,9 +31,9 @@ from mediagen_nb.client import (
     WaitTimeout,
 )
 from mediagen_nb.client.clients import BaseClient
+from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
-from mediagen_nb.spec import fields, limits, messages
-from mediagen_nb.spec.paths import path
 
 TIKTOK = "https://www.tiktok.com/@a/video/123"
 SHOTS = "https://www.tiktok.com/@a/video/456?list=shots"  # "shots": ready with a shot list only
@@ -390,9 +390,9 @@ async def test_make_video_with_every_option_until_done(h: Harness) -> None:
 
     (_, _, _, body), *more = h.traffic.to("POST", path("job_start"))
     assert more == []
-    assert body[fields.JOB_TOPIC] == "why cats purr" and body[fields.JOB_WEBHOOK] == WEBHOOK
-    assert {k: body[getattr(fields, "JOB_" + k.upper())] for k in options} == options
-    assert body[fields.JOB_IDEMPOTENCY]  # the client always sends one, in the body
+    assert body[wire.JOB_TOPIC] == "why cats purr" and body[wire.JOB_WEBHOOK] == WEBHOOK
+    assert {k: body[getattr(wire, "JOB_" + k.upper())] for k in options} == options
+    assert body[wire.JOB_IDEMPOTENCY]  # the client always sends one, in the body
 
     seen, on_update = collector()
     done = await h.call("wait_job", job, poll=POLL, timeout=WAIT, on_update=on_update)
@@ -417,7 +417,7 @@ async def test_make_video_idempotency_key_returns_the_same_job(h: Harness) -> No
     other = await h.call("make_video", "a topic", idempotency_key="video-8")
     assert second.id == first.id and other.id != first.id
     assert h.traffic.status_of("POST", path("job_start")) == [201, 200, 201]
-    assert [r[3][fields.JOB_IDEMPOTENCY] for r in h.traffic.to("POST", path("job_start"))] == [
+    assert [r[3][wire.JOB_IDEMPOTENCY] for r in h.traffic.to("POST", path("job_start"))] == [
         "video-7",
         "video-7",
         "video-8",
@@ -493,7 +493,7 @@ async def test_seconds_bounds_are_accepted(h: Harness) -> None:
     short = await h.call("make_video", "short", seconds=20)
     long = await h.call("make_video", "long", seconds=180)
     assert short.id != long.id
-    assert [r[3][fields.JOB_SECONDS] for r in h.traffic.to("POST", path("job_start"))] == [20, 180]
+    assert [r[3][wire.JOB_SECONDS] for r in h.traffic.to("POST", path("job_start"))] == [20, 180]
 
 
 @pytest.mark.anyio
@@ -577,5 +577,5 @@ async def test_make_video_retries_reuse_the_body_key(h: Harness) -> None:
     await h.faults(script=["500", "drop"], routes=["job_start"])
     job = await h.call("make_video", "retry me", seconds=20)
     starts = h.traffic.to("POST", path("job_start"))
-    assert len(starts) == 3 and len({r[3][fields.JOB_IDEMPOTENCY] for r in starts}) == 1
+    assert len(starts) == 3 and len({r[3][wire.JOB_IDEMPOTENCY] for r in starts}) == 1
     assert list(h.sandbox.world.topic.jobs) == [job.id]

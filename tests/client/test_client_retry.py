@@ -35,10 +35,10 @@ from mediagen_nb.client import (
 )
 from mediagen_nb.client.errors import from_response
 from mediagen_nb.client.retry import NO_RETRY
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
-from mediagen_nb.spec import limits as spec_limits
-from mediagen_nb.spec import messages
-from mediagen_nb.spec.paths import path
 
 SCALE = 600.0  # the spec's 60 s wait after a 429 takes 0.1 s real; a 5 s backoff 0.008 s
 IMAGE = {"prompt": "a red fox in snow", "quality": "low"}  # gpt-image-2, 3 credits

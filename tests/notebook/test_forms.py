@@ -16,12 +16,12 @@ import pytest
 
 from mediagen_nb import Client, Model, Sandbox, ValidationError
 from mediagen_nb.client import ModerationError
-from mediagen_nb.notebook import fields
+from mediagen_nb.notebook import inputs
 from mediagen_nb.notebook.forms import Form, form, listed_price, main_text_field
 from mediagen_nb.notebook.parsing import parse_fields, split
 from mediagen_nb.notebook.session import SESSION
-from mediagen_nb.spec import fields as wire
-from mediagen_nb.spec.schema import media_kind
+from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.schema import media_kind
 
 
 class Requests:
@@ -555,11 +555,11 @@ def test_form_renders_as_its_widget(client: Client, monkeypatch: pytest.MonkeyPa
 
 
 def test_registry_rows_are_tried_in_order() -> None:
-    assert fields.REGISTRY[0][1] is fields.EnumField
-    assert fields.build_field("n", {"type": "integer", "enum": [1, 2], "default": 2}).kind == "enum"
+    assert inputs.REGISTRY[0][1] is inputs.EnumField
+    assert inputs.build_field("n", {"type": "integer", "enum": [1, 2], "default": 2}).kind == "enum"
     assert (
-        fields.build_field("n", {"type": "integer", "minimum": 0, "maximum": 10}).kind == "number"
+        inputs.build_field("n", {"type": "integer", "minimum": 0, "maximum": 10}).kind == "number"
     )  # no default
-    assert fields.build_field("n", {"type": "string", "maxLength": 2000}).kind == "textarea"
-    assert fields.build_field("n", {"type": "string", "format": "uri"}).kind == "media"
-    assert fields.build_field("n", "not a schema").kind == "json"
+    assert inputs.build_field("n", {"type": "string", "maxLength": 2000}).kind == "textarea"
+    assert inputs.build_field("n", {"type": "string", "format": "uri"}).kind == "media"
+    assert inputs.build_field("n", "not a schema").kind == "json"

@@ -30,8 +30,8 @@ from mediagen_nb.client import config as client_config
 from mediagen_nb.notebook.live import Live
 from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol.paths import PATHS
 from mediagen_nb.sandbox import Sandbox
-from mediagen_nb.spec.paths import PATHS
 
 TIME_SCALE = 600.0
 TIKTOK = "https://www.tiktok.com/@demo/video/7301"  # a platform link: the sandbox downloads nothing

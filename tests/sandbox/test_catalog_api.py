@@ -11,21 +11,21 @@ import pytest
 from openapi_spec_validator import validate
 from PIL import Image
 
+from mediagen_nb.protocol import messages, wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, catalog
 from mediagen_nb.sandbox.media import measure_seconds
-from mediagen_nb.spec import fields, messages
-from mediagen_nb.spec.paths import path
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 CHOSEN_FIELDS = {
-    fields.MODEL_ID,
-    fields.MODEL_NAME,
-    fields.MODEL_DESCRIPTION,
-    fields.MODEL_OUTPUT_TYPE,
-    fields.MODEL_GROUP,
-    fields.MODEL_CREDITS,
-    fields.MODEL_PREVIEW,
-    fields.MODEL_LINKS,
+    wire.MODEL_ID,
+    wire.MODEL_NAME,
+    wire.MODEL_DESCRIPTION,
+    wire.MODEL_OUTPUT_TYPE,
+    wire.MODEL_GROUP,
+    wire.MODEL_CREDITS,
+    wire.MODEL_PREVIEW,
+    wire.MODEL_LINKS,
     "input_schema",
     "pricing",
 }
@@ -38,7 +38,7 @@ async def _models(client: httpx.AsyncClient) -> list[dict[str, Any]]:
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["success"] is True
-    return body["data"][fields.MODELS_LIST]
+    return body["data"][wire.MODELS_LIST]
 
 
 @pytest.fixture
@@ -55,13 +55,13 @@ async def test_models_list_counts_and_fields(anonymous: httpx.AsyncClient) -> No
     """130 records, 72 video / 41 image / 17 audio, each with exactly the chosen field names."""
     models = await _models(anonymous)
     assert len(models) == 130
-    assert Counter(m[fields.MODEL_OUTPUT_TYPE] for m in models) == {"video": 72, "image": 41, "audio": 17}
-    assert len({m[fields.MODEL_ID] for m in models}) == 130
+    assert Counter(m[wire.MODEL_OUTPUT_TYPE] for m in models) == {"video": 72, "image": 41, "audio": 17}
+    assert len({m[wire.MODEL_ID] for m in models}) == 130
     for record in models:
-        assert set(record) == CHOSEN_FIELDS, record[fields.MODEL_ID]
+        assert set(record) == CHOSEN_FIELDS, record[wire.MODEL_ID]
         assert "example" not in record
-        assert isinstance(record[fields.MODEL_CREDITS], int) and not isinstance(
-            record[fields.MODEL_CREDITS], bool
+        assert isinstance(record[wire.MODEL_CREDITS], int) and not isinstance(
+            record[wire.MODEL_CREDITS], bool
         )
         schema = record["input_schema"]
         assert schema["type"] == "object"
@@ -71,7 +71,7 @@ async def test_models_list_counts_and_fields(anonymous: httpx.AsyncClient) -> No
             assert set(pricing) >= {"type", "varies_by"}
             assert isinstance(pricing["type"], str) and pricing["type"]
             assert isinstance(pricing["varies_by"], list) and pricing["varies_by"]
-        links = record[fields.MODEL_LINKS]
+        links = record[wire.MODEL_LINKS]
         assert links["run"] == "http://sandbox.test" + path("run")
         assert links["poll"].startswith("http://sandbox.test" + path("generation", id=""))
 
@@ -79,7 +79,7 @@ async def test_models_list_counts_and_fields(anonymous: httpx.AsyncClient) -> No
 @pytest.mark.anyio
 async def test_models_match_the_catalog(anonymous: httpx.AsyncClient) -> None:
     """The records carry the catalog's schemas and pricing unchanged; known fixed pricing rules."""
-    by_id = {m[fields.MODEL_ID]: m for m in await _models(anonymous)}
+    by_id = {m[wire.MODEL_ID]: m for m in await _models(anonymous)}
     for spec in catalog.MODELS:
         assert by_id[spec.id]["input_schema"] == spec.input_schema
         assert by_id[spec.id]["pricing"] == spec.pricing
@@ -93,7 +93,7 @@ async def test_preview_url_downloads_as_png(anonymous: httpx.AsyncClient) -> Non
     """A catalog record's preview URL serves a decodable PNG."""
     models = await _models(anonymous)
     for record in (models[0], models[64], models[-1]):
-        response = await anonymous.get(record[fields.MODEL_PREVIEW])
+        response = await anonymous.get(record[wire.MODEL_PREVIEW])
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("image/png")
         assert response.content.startswith(PNG_MAGIC)
@@ -104,7 +104,7 @@ async def test_preview_url_downloads_as_png(anonymous: httpx.AsyncClient) -> Non
 @pytest.mark.anyio
 async def test_single_model_with_example(anonymous: httpx.AsyncClient) -> None:
     """/models/{id} is the list record plus ``example``, whose output URL downloads."""
-    listed = {m[fields.MODEL_ID]: m for m in await _models(anonymous)}
+    listed = {m[wire.MODEL_ID]: m for m in await _models(anonymous)}
     response = await anonymous.get(path("model", id=WITH_EXAMPLE))
     assert response.status_code == 200
     data = response.json()["data"]
@@ -177,7 +177,7 @@ async def test_openapi_document(anonymous: httpx.AsyncClient) -> None:
     schemas = document["components"]["schemas"]
     models = await _models(anonymous)
     for record in models:
-        assert schemas[f"Input_{record[fields.MODEL_ID]}"] == record["input_schema"]
+        assert schemas[f"Input_{record[wire.MODEL_ID]}"] == record["input_schema"]
     assert len([name for name in schemas if name.startswith("Input_")]) == len(models)
 
 
@@ -189,11 +189,11 @@ async def test_llms_txt(anonymous: httpx.AsyncClient) -> None:
     assert response.headers["content-type"].startswith("text/plain")
     lines = response.text.splitlines()
     for record in await _models(anonymous):
-        model_id = record[fields.MODEL_ID]
+        model_id = record[wire.MODEL_ID]
         word = re.compile(rf"(?<![\w.-]){re.escape(model_id)}(?![\w.-])")
         line = next((x for x in lines if word.search(x)), None)
         assert line is not None, model_id
-        assert record[fields.MODEL_OUTPUT_TYPE] in line
+        assert record[wire.MODEL_OUTPUT_TYPE] in line
         for name in record["input_schema"].get("required", []):
             assert name in line, (model_id, name)
 

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.limits import ESTIMATE_FALLBACK_SECONDS
 from mediagen_nb.sandbox.catalog import (
     BY_ID,
     MODELS,
@@ -19,8 +21,6 @@ from mediagen_nb.sandbox.catalog import (
     record,
 )
 from mediagen_nb.sandbox.pricing import PRICING_TYPES, Flat, billing_text, price
-from mediagen_nb.spec import fields
-from mediagen_nb.spec.limits import ESTIMATE_FALLBACK_SECONDS
 
 BASE = "http://127.0.0.1:8765"
 SAMPLES = {"face.png", "voice.wav", "clip.mp4", "music.mp3"}
@@ -451,14 +451,14 @@ def test_billing_text() -> None:
 def test_record_fields() -> None:
     model = BY_ID["gpt-image-2"]
     rec = record(model, BASE + "/")
-    assert rec[fields.MODEL_ID] == "gpt-image-2"
-    assert rec[fields.MODEL_NAME] == model.name
-    assert rec[fields.MODEL_DESCRIPTION] == model.description
-    assert rec[fields.MODEL_OUTPUT_TYPE] == "image"
-    assert rec[fields.MODEL_GROUP] == "Text to image"
-    assert rec[fields.MODEL_CREDITS] == 8
-    assert rec[fields.MODEL_PREVIEW] == f"{BASE}/_sandbox/media/preview-gpt-image-2.png"
-    assert rec[fields.MODEL_LINKS] == {
+    assert rec[wire.MODEL_ID] == "gpt-image-2"
+    assert rec[wire.MODEL_NAME] == model.name
+    assert rec[wire.MODEL_DESCRIPTION] == model.description
+    assert rec[wire.MODEL_OUTPUT_TYPE] == "image"
+    assert rec[wire.MODEL_GROUP] == "Text to image"
+    assert rec[wire.MODEL_CREDITS] == 8
+    assert rec[wire.MODEL_PREVIEW] == f"{BASE}/_sandbox/media/preview-gpt-image-2.png"
+    assert rec[wire.MODEL_LINKS] == {
         "run": f"{BASE}/v3/playground/v1/run",
         "poll": f"{BASE}/v3/playground/v1/generations/{{id}}",
     }

@@ -11,10 +11,10 @@ import httpx
 import pytest
 from PIL import Image
 
+from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 from mediagen_nb.sandbox.media import measure_seconds
-from mediagen_nb.spec import fields
-from mediagen_nb.spec.paths import path
 
 SCRIPT = "Hi, I am your new presenter. Today we look at three small habits that make mornings easier."
 POLL_DEADLINE = 60.0  # real seconds a step may take, long-polls included
@@ -55,8 +55,8 @@ def _estimate(client: httpx.Client, model_id: str, values: dict[str, Any]) -> in
     response = client.post(path("estimate"), json={"modelId": model_id, "input": values})
     assert response.status_code == 200, response.text
     data = response.json()["data"]
-    assert data[fields.ESTIMATE_MODEL] == model_id
-    return data[fields.ESTIMATE_CREDITS]
+    assert data[wire.ESTIMATE_MODEL] == model_id
+    return data[wire.ESTIMATE_CREDITS]
 
 
 def _download(url: str) -> bytes:

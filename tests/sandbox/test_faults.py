@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
+from mediagen_nb.protocol import limits, messages
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
-from mediagen_nb.spec import limits, messages
-from mediagen_nb.spec.paths import path
 
 RUN = path("run")
 ESTIMATE = path("estimate")

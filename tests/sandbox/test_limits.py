@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
-from mediagen_nb.spec import messages
-from mediagen_nb.spec.paths import path
 
 ESTIMATE = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse at dusk"}}
 START = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse at dusk", "quality": "low"}}

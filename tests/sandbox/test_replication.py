@@ -9,10 +9,10 @@ import httpx
 import pytest
 from _pipelines import SimClock, poll
 
+from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, catalog, pricing, replication
 from mediagen_nb.sandbox.media import measure_seconds
-from mediagen_nb.spec import fields, limits, messages
-from mediagen_nb.spec.paths import path
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ async def ready(api: httpx.AsyncClient, url: str = CLIP) -> dict[str, Any]:
     assert data["status"] == "ready", data
     if data["blueprint"]["clips"][0]["prompt"] is None:
         built = await api.post(path("blueprint", id=analysis_id))
-        assert built.json()["data"][fields.BLUEPRINT_STARTED] is True
+        assert built.json()["data"][wire.BLUEPRINT_STARTED] is True
         data = (await poll(api, where, lambda d: d["blueprint"]["clips"][0]["prompt"] is not None))[-1]
     return data
 
@@ -281,8 +281,7 @@ async def test_shot_list_only_analysis_needs_the_blueprint_built(api: httpx.Asyn
     where = path("analysis", id=analysis_id)
     early = await api.post(path("blueprint", id=analysis_id))
     assert (
-        early.json()["data"][fields.BLUEPRINT_STARTED] is False
-        and early.json()["data"][fields.BLUEPRINT_REASON]
+        early.json()["data"][wire.BLUEPRINT_STARTED] is False and early.json()["data"][wire.BLUEPRINT_REASON]
     )
     not_ready = await replicate(api, analysis_id, {})
     assert (not_ready.status_code, message(not_ready)) == (400, messages.FLOW_NOT_READY)
@@ -295,15 +294,15 @@ async def test_shot_list_only_analysis_needs_the_blueprint_built(api: httpx.Asyn
     reading = await replicate(api, analysis_id, {})
     assert (reading.status_code, message(reading)) == (400, messages.STILL_READING_SHOTS)
     started = await api.post(path("blueprint", id=analysis_id))
-    assert started.status_code == 200 and started.json()["data"] == {fields.BLUEPRINT_STARTED: True}
+    assert started.status_code == 200 and started.json()["data"] == {wire.BLUEPRINT_STARTED: True}
     building = (await api.post(path("blueprint", id=analysis_id))).json()["data"]
-    assert building[fields.BLUEPRINT_STARTED] is False and "being built" in building[fields.BLUEPRINT_REASON]
+    assert building[wire.BLUEPRINT_STARTED] is False and "being built" in building[wire.BLUEPRINT_REASON]
     built = (await poll(api, where, lambda d: d["blueprint"]["clips"][0]["prompt"] is not None))[-1]
     assert all(isinstance(clip["prompt"], str) and clip["prompt"] for clip in built["blueprint"]["clips"])
     done = (await api.post(path("blueprint", id=analysis_id))).json()["data"]
     assert done == {
-        fields.BLUEPRINT_STARTED: False,
-        fields.BLUEPRINT_REASON: "The blueprint is already built",
+        wire.BLUEPRINT_STARTED: False,
+        wire.BLUEPRINT_REASON: "The blueprint is already built",
     }
     assert (await replicate(api, analysis_id, {"clips": [0]})).status_code == 201
 

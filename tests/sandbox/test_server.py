@@ -17,9 +17,9 @@ from typing import IO
 import httpx
 import pytest
 
+from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import DEMO_KEY, Sandbox, SandboxConfig
-from mediagen_nb.spec import fields
-from mediagen_nb.spec.paths import path
 
 ROOT = Path(__file__).resolve().parents[2]
 START = {"modelId": "gpt-image-2", "input": {"prompt": "a paper boat", "quality": "low"}}
@@ -46,7 +46,7 @@ def test_start_serves_over_real_http_and_stop_is_idempotent() -> None:
         with httpx.Client(base_url=base, timeout=10) as client:
             response = client.get(path("models"))
             assert response.status_code == 200
-            assert len(response.json()["data"][fields.MODELS_LIST]) == 130
+            assert len(response.json()["data"][wire.MODELS_LIST]) == 130
             authed = client.post(
                 path("estimate"), json=START, headers={"Authorization": f"Bearer {sandbox.demo_key}"}
             )
@@ -208,7 +208,7 @@ def test_module_cli_serves_and_stops_on_sigint(
     assert DEMO_KEY in output
     assert f"MEDIAGEN_BASE_URL={base}" in output
     with httpx.Client(base_url=base, timeout=10) as client:
-        assert len(client.get(path("models")).json()["data"][fields.MODELS_LIST]) == 130
+        assert len(client.get(path("models")).json()["data"][wire.MODELS_LIST]) == 130
         info = client.get(path("sandbox_info")).json()["data"]
         assert info["seed"] == 3 and info["timeScale"] == 60
         authed = client.post(path("estimate"), json=START, headers={"Authorization": f"Bearer {DEMO_KEY}"})

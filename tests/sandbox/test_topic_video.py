@@ -8,10 +8,10 @@ import httpx
 import pytest
 from _pipelines import SimClock, poll
 
+from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, topic_video
 from mediagen_nb.sandbox.media import measure_seconds
-from mediagen_nb.spec import fields, limits, messages
-from mediagen_nb.spec.paths import path
 
 pytestmark = pytest.mark.anyio
 
@@ -20,8 +20,8 @@ HOOK = "http://127.0.0.1:9/hook"  # loopback: allowed by the test sandbox, recor
 BILLING = BASE + path("sandbox_app", page="billing")
 STAGES = ["scripting", "portrait", "animating", "captioning", "done"]
 READ_FIELDS = {
-    "jobId", "status", "stage", fields.JOB_PROGRESS, fields.JOB_SCRIPT, fields.JOB_PORTRAIT,
-    fields.JOB_LIPSYNC, "videoUrl", fields.JOB_CREDITS, fields.JOB_EDIT_REPORT, fields.JOB_DEGRADED,
+    "jobId", "status", "stage", wire.JOB_PROGRESS, wire.JOB_SCRIPT, wire.JOB_PORTRAIT,
+    wire.JOB_LIPSYNC, "videoUrl", wire.JOB_CREDITS, wire.JOB_EDIT_REPORT, wire.JOB_DEGRADED,
     "flow", "topic", "voice", "seconds", "posterUrl", "error", "createdAt", "updatedAt",
 }  # fmt: skip
 
@@ -61,32 +61,32 @@ async def test_options_list_voices_looks_flows_and_bounds(api: httpx.AsyncClient
     response = await api.get(path("job_options"))
     assert response.status_code == 200, "options is not captured by /{jobId}"
     data = response.json()["data"]
-    voices = data[fields.OPTIONS_VOICES]
+    voices = data[wire.OPTIONS_VOICES]
     assert set(voices) == {"man", "woman"} and all(len(names) >= 3 for names in voices.values())
     assert "Archer" in voices["man"] and "Lucy" in voices["woman"]
-    assert data[fields.OPTIONS_LOOKS] == ["creator", "newscaster", "pixar"]
+    assert data[wire.OPTIONS_LOOKS] == ["creator", "newscaster", "pixar"]
     assert {"classic", "reveal", "hook-reveal", "broll-punch", "clean-punch", "karaoke"} == set(
-        data[fields.OPTIONS_FLOWS]
+        data[wire.OPTIONS_FLOWS]
     )
-    assert data[fields.OPTIONS_SECONDS] == {"min": 20, "max": 180, "default": 45}
-    assert data[fields.OPTIONS_DEFAULTS][fields.JOB_VOICE] == {"man": "Archer", "woman": "Lucy"}
+    assert data[wire.OPTIONS_SECONDS] == {"min": 20, "max": 180, "default": 45}
+    assert data[wire.OPTIONS_DEFAULTS][wire.JOB_VOICE] == {"man": "Archer", "woman": "Lucy"}
 
 
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ({fields.JOB_SECONDS: 19}, messages.out_of_range(fields.JOB_SECONDS, 20, 180)),
-        ({fields.JOB_SECONDS: 180.5}, messages.out_of_range(fields.JOB_SECONDS, 20, 180)),
-        ({fields.JOB_SECONDS: "45"}, messages.wrong_type(fields.JOB_SECONDS, "a number of seconds")),
-        ({fields.JOB_SECONDS: True}, messages.wrong_type(fields.JOB_SECONDS, "a number of seconds")),
-        ({fields.JOB_GENDER: "robot"}, messages.not_one_of(fields.JOB_GENDER, ("man", "woman"))),
-        ({fields.JOB_FLOW: "wobble"}, messages.not_one_of(fields.JOB_FLOW, topic_video.FLOWS)),
-        ({fields.JOB_CAPTIONS: "yes"}, messages.wrong_type(fields.JOB_CAPTIONS, "true or false")),
-        ({fields.JOB_MUSIC: 1}, messages.wrong_type(fields.JOB_MUSIC, "true or false")),
-        ({fields.JOB_TOPIC: 42}, messages.wrong_type(fields.JOB_TOPIC, "a string")),
-        ({fields.JOB_IDEMPOTENCY: 7}, messages.wrong_type(fields.JOB_IDEMPOTENCY, "a non-empty string")),
-        ({fields.JOB_WEBHOOK: "http://10.0.0.5/hook"}, messages.WEBHOOK_HTTPS),
-        ({fields.JOB_WEBHOOK: "https://printer.local/hook"}, messages.WEBHOOK_HOST),
+        ({wire.JOB_SECONDS: 19}, messages.out_of_range(wire.JOB_SECONDS, 20, 180)),
+        ({wire.JOB_SECONDS: 180.5}, messages.out_of_range(wire.JOB_SECONDS, 20, 180)),
+        ({wire.JOB_SECONDS: "45"}, messages.wrong_type(wire.JOB_SECONDS, "a number of seconds")),
+        ({wire.JOB_SECONDS: True}, messages.wrong_type(wire.JOB_SECONDS, "a number of seconds")),
+        ({wire.JOB_GENDER: "robot"}, messages.not_one_of(wire.JOB_GENDER, ("man", "woman"))),
+        ({wire.JOB_FLOW: "wobble"}, messages.not_one_of(wire.JOB_FLOW, topic_video.FLOWS)),
+        ({wire.JOB_CAPTIONS: "yes"}, messages.wrong_type(wire.JOB_CAPTIONS, "true or false")),
+        ({wire.JOB_MUSIC: 1}, messages.wrong_type(wire.JOB_MUSIC, "true or false")),
+        ({wire.JOB_TOPIC: 42}, messages.wrong_type(wire.JOB_TOPIC, "a string")),
+        ({wire.JOB_IDEMPOTENCY: 7}, messages.wrong_type(wire.JOB_IDEMPOTENCY, "a non-empty string")),
+        ({wire.JOB_WEBHOOK: "http://10.0.0.5/hook"}, messages.WEBHOOK_HTTPS),
+        ({wire.JOB_WEBHOOK: "https://printer.local/hook"}, messages.WEBHOOK_HOST),
     ],
 )
 async def test_start_body_rules_refuse_without_charging(
@@ -103,15 +103,11 @@ async def test_defaults_fallbacks_and_topic_cut(api: httpx.AsyncClient, sandbox:
     assert set(data) == READ_FIELDS
     assert (data["seconds"], data["flow"], data["voice"]) == (45, "classic", "Archer")
     assert data["topic"] in topic_video.ANGLES, "without a topic the service picks an angle"
-    woman = await start(
-        api, **{fields.JOB_GENDER: "woman", fields.JOB_VOICE: "Archer", fields.JOB_LOOK: "anime"}
-    )
+    woman = await start(api, **{wire.JOB_GENDER: "woman", wire.JOB_VOICE: "Archer", wire.JOB_LOOK: "anime"})
     data = (await api.get(path("job", id=woman))).json()["data"]
     assert data["voice"] == "Lucy", "a voice of the other gender falls back to the default"
     assert sandbox.world.topic.jobs[woman].look == "creator"
-    chosen = await start(
-        api, **{fields.JOB_GENDER: "woman", fields.JOB_VOICE: "Nova", fields.JOB_LOOK: "pixar"}
-    )
+    chosen = await start(api, **{wire.JOB_GENDER: "woman", wire.JOB_VOICE: "Nova", wire.JOB_LOOK: "pixar"})
     assert (await api.get(path("job", id=chosen))).json()["data"]["voice"] == "Nova"
     assert sandbox.world.topic.jobs[chosen].look == "pixar"
     sentence = "Cats sleep for most of the day because hunting takes a lot of energy. "
@@ -135,28 +131,28 @@ async def test_job_stages_fields_and_charges_step_by_step(
         return (await api.get(path("job", id=job_id))).json()["data"]
 
     data = await read()
-    assert (data["status"], data["stage"], data[fields.JOB_CREDITS]) == ("scripting", "scripting", 2)
-    assert data[fields.JOB_SCRIPT] is None and data[fields.JOB_PORTRAIT] is None and data["videoUrl"] is None
-    assert data[fields.JOB_EDIT_REPORT] is None and data[fields.JOB_DEGRADED] is False
+    assert (data["status"], data["stage"], data[wire.JOB_CREDITS]) == ("scripting", "scripting", 2)
+    assert data[wire.JOB_SCRIPT] is None and data[wire.JOB_PORTRAIT] is None and data["videoUrl"] is None
+    assert data[wire.JOB_EDIT_REPORT] is None and data[wire.JOB_DEGRADED] is False
     clock.to(steps["portrait"].start_at)
     data = await read()
-    assert data["status"] == "portrait" and "cats sleep so much" in data[fields.JOB_SCRIPT]
-    assert data[fields.JOB_PORTRAIT] is None and data[fields.JOB_CREDITS] == 2 + 8
+    assert data["status"] == "portrait" and "cats sleep so much" in data[wire.JOB_SCRIPT]
+    assert data[wire.JOB_PORTRAIT] is None and data[wire.JOB_CREDITS] == 2 + 8
     clock.to(steps["voice"].start_at)
     data = await read()
-    assert data["status"] == "animating" and data[fields.JOB_PORTRAIT] and data[fields.JOB_LIPSYNC] is None
-    portrait = await api.get(data[fields.JOB_PORTRAIT])
+    assert data["status"] == "animating" and data[wire.JOB_PORTRAIT] and data[wire.JOB_LIPSYNC] is None
+    portrait = await api.get(data[wire.JOB_PORTRAIT])
     assert portrait.content.startswith(b"\x89PNG"), "the presenter image is readable during the job"
     clock.to(steps["captions"].start_at)
     data = await read()
     assert data["status"] == data["stage"] == "captioning"
-    assert data[fields.JOB_LIPSYNC] and data["videoUrl"] is None
-    progress = [data[fields.JOB_PROGRESS]]
+    assert data[wire.JOB_LIPSYNC] and data["videoUrl"] is None
+    progress = [data[wire.JOB_PROGRESS]]
     clock.to(steps["render"].start_at)
-    progress.append((await read())[fields.JOB_PROGRESS])
+    progress.append((await read())[wire.JOB_PROGRESS])
     clock.to(steps["render"].end_at)
     done = await read()
-    assert done["status"] == done["stage"] == "done" and done[fields.JOB_PROGRESS] == 1.0
+    assert done["status"] == done["stage"] == "done" and done[wire.JOB_PROGRESS] == 1.0
     assert 0 < progress[0] < progress[1] < 1
     charges = entries(sandbox, job_id, "charge")
     assert [e["step"] for e in charges] == [
@@ -170,19 +166,19 @@ async def test_job_stages_fields_and_charges_step_by_step(
     ]
     assert [e["credits"] for e in charges[:3]] == [2, 8, 5]
     assert charges[3]["credits"] == math.ceil(job.speech_seconds) * topic_video.LIPSYNC_CREDITS_PER_SECOND
-    assert done[fields.JOB_CREDITS] == sum(e["credits"] for e in charges) == before - balance(sandbox)
-    report = done[fields.JOB_EDIT_REPORT]
+    assert done[wire.JOB_CREDITS] == sum(e["credits"] for e in charges) == before - balance(sandbox)
+    report = done[wire.JOB_EDIT_REPORT]
     broll = steps["broll"].count
     expected = {"captions": True, "broll": broll, "images": 0, "music": True, "loudnorm": True, "skipped": []}
     assert report == expected
-    assert done[fields.JOB_DEGRADED] is False and done["error"] is None and done["posterUrl"]
+    assert done[wire.JOB_DEGRADED] is False and done["error"] is None and done["posterUrl"]
     assert done["createdAt"] < done["updatedAt"]
     assert hooks_for(sandbox, job_id) == [
         {
             "jobId": job_id,
             "status": "done",
             "videoUrl": done["videoUrl"],
-            "creditsSpent": done[fields.JOB_CREDITS],
+            "creditsSpent": done[wire.JOB_CREDITS],
         }
     ]
     video = await api.get(done["videoUrl"])
@@ -196,9 +192,9 @@ async def test_job_reaches_done_in_scaled_time(api: httpx.AsyncClient, sandbox: 
     order = [STAGES.index(read["status"]) for read in reads]
     assert order == sorted(order) and reads[-1]["status"] == "done"
     assert all(read["stage"] == read["status"] for read in reads)
-    progress = [read[fields.JOB_PROGRESS] for read in reads]
+    progress = [read[wire.JOB_PROGRESS] for read in reads]
     assert progress == sorted(progress) and progress[-1] == 1.0
-    report = reads[-1][fields.JOB_EDIT_REPORT]
+    report = reads[-1][wire.JOB_EDIT_REPORT]
     assert report["images"] >= 1 and report["broll"] == 0 and report["music"] is False
     assert [e["step"] for e in entries(sandbox, job_id, "charge")][-1] == "images"
 
@@ -206,12 +202,12 @@ async def test_job_reaches_done_in_scaled_time(api: httpx.AsyncClient, sandbox: 
 async def test_body_idempotency_key_returns_the_original_job(
     api: httpx.AsyncClient, sandbox: Sandbox
 ) -> None:
-    first = await api.post(path("job_start"), json={"topic": "Sleep", fields.JOB_IDEMPOTENCY: "job-1"})
-    again = await api.post(path("job_start"), json={"topic": "Other", fields.JOB_IDEMPOTENCY: "job-1"})
+    first = await api.post(path("job_start"), json={"topic": "Sleep", wire.JOB_IDEMPOTENCY: "job-1"})
+    again = await api.post(path("job_start"), json={"topic": "Other", wire.JOB_IDEMPOTENCY: "job-1"})
     assert (first.status_code, again.status_code) == (201, 200)
     assert first.json()["data"]["jobId"] == again.json()["data"]["jobId"]
     assert len(sandbox.world.topic.jobs) == 1 and len(sandbox.world.accounts.ledger) == 1
-    other = await api.post(path("job_start"), json={"topic": "Sleep", fields.JOB_IDEMPOTENCY: "job-2"})
+    other = await api.post(path("job_start"), json={"topic": "Sleep", wire.JOB_IDEMPOTENCY: "job-2"})
     assert other.status_code == 201 and other.json()["data"]["jobId"] != first.json()["data"]["jobId"]
 
 
@@ -227,11 +223,11 @@ async def test_failed_step_fails_the_job_and_refunds_everything(
         and "lip-sync" in data["error"]
         and "refunded" in data["error"]
     )
-    assert data["videoUrl"] is None and data[fields.JOB_LIPSYNC] is None
+    assert data["videoUrl"] is None and data[wire.JOB_LIPSYNC] is None
     ledger = entries(sandbox, job_id)
     charged = sum(e["credits"] for e in ledger if e["kind"] == "charge")
     assert [e["kind"] for e in ledger][-1] == "refund" and ledger[-1]["credits"] == charged
-    assert data[fields.JOB_CREDITS] == charged and balance(sandbox) == before
+    assert data[wire.JOB_CREDITS] == charged and balance(sandbox) == before
     assert hooks_for(sandbox, job_id) == [{"jobId": job_id, "status": "failed", "error": data["error"]}]
 
 
@@ -253,16 +249,16 @@ async def test_failed_edit_step_is_skipped_and_degrades(api: httpx.AsyncClient, 
     await api.post(path("sandbox_faults"), json={"modelScript": ["ok", "ok", "ok", "ok", "ok", "fail"]})
     job_id = await start(api, topic="Coffee myths", seconds=20, webhook=HOOK)
     data = (await finished(api, job_id))[-1]
-    assert data["status"] == "done" and data[fields.JOB_DEGRADED] is True and data["videoUrl"]
-    report = data[fields.JOB_EDIT_REPORT]
+    assert data["status"] == "done" and data[wire.JOB_DEGRADED] is True and data["videoUrl"]
+    report = data[wire.JOB_EDIT_REPORT]
     assert report["broll"] == 0 and report["captions"] is True and report["music"] is True
     [skipped] = report["skipped"]
     assert skipped["step"] == "broll" and "refunded" in skipped["reason"]
     [refund] = entries(sandbox, job_id, "refund")
     assert refund["step"] == "broll"
     charged = sum(e["credits"] for e in entries(sandbox, job_id, "charge"))
-    assert data[fields.JOB_CREDITS] == charged - refund["credits"]
-    assert hooks_for(sandbox, job_id)[0]["creditsSpent"] == data[fields.JOB_CREDITS]
+    assert data[wire.JOB_CREDITS] == charged - refund["credits"]
+    assert hooks_for(sandbox, job_id)[0]["creditsSpent"] == data[wire.JOB_CREDITS]
 
 
 async def test_running_out_of_credits_partway_fails_and_refunds(
@@ -278,7 +274,7 @@ async def test_running_out_of_credits_partway_fails_and_refunds(
     assert [(e["kind"], e["credits"]) for e in entries(sandbox, job_id)] == [
         ("charge", 2), ("charge", 8), ("charge", 5), ("refund", 15),
     ]  # fmt: skip
-    assert balance(sandbox) == 20 and data[fields.JOB_CREDITS] == 15
+    assert balance(sandbox) == 20 and data[wire.JOB_CREDITS] == 15
     assert hooks_for(sandbox, job_id) == [{"jobId": job_id, "status": "failed", "error": data["error"]}]
 
 
@@ -311,7 +307,7 @@ async def test_reedit_reuses_the_lipsync_and_charges_only_the_edit(
     assert (early.status_code, message(early)) == (400, messages.REEDIT_NEEDS_LIPSYNC)
     parent = (await finished(api, parent_id))[-1]
     bad = await api.post(path("reedit", id=parent_id), json={"flow": "wobble"})
-    assert (bad.status_code, message(bad)) == (400, messages.not_one_of(fields.JOB_FLOW, topic_video.FLOWS))
+    assert (bad.status_code, message(bad)) == (400, messages.not_one_of(wire.JOB_FLOW, topic_video.FLOWS))
     response = await api.post(path("reedit", id=parent_id), json={"flow": "broll-punch", "music": False})
     assert response.status_code == 201 and set(response.json()["data"]) == {"jobId"}
     child_id = response.json()["data"]["jobId"]
@@ -319,13 +315,13 @@ async def test_reedit_reuses_the_lipsync_and_charges_only_the_edit(
     reads = await finished(api, child_id)
     assert {read["status"] for read in reads} <= {"captioning", "done"} and reads[-1]["status"] == "done"
     child = reads[-1]
-    for name in (fields.JOB_SCRIPT, fields.JOB_PORTRAIT, fields.JOB_LIPSYNC, "voice", "topic", "seconds"):
+    for name in (wire.JOB_SCRIPT, wire.JOB_PORTRAIT, wire.JOB_LIPSYNC, "voice", "topic", "seconds"):
         assert child[name] == parent[name], name
     assert child["flow"] == "broll-punch" and child["videoUrl"] != parent["videoUrl"]
-    assert child[fields.JOB_EDIT_REPORT]["music"] is False and child[fields.JOB_EDIT_REPORT]["broll"] >= 1
+    assert child[wire.JOB_EDIT_REPORT]["music"] is False and child[wire.JOB_EDIT_REPORT]["broll"] >= 1
     steps = [e["step"] for e in entries(sandbox, child_id, "charge")]
     assert steps == ["captions", "broll"]
-    assert child[fields.JOB_CREDITS] == sum(e["credits"] for e in entries(sandbox, child_id, "charge"))
+    assert child[wire.JOB_CREDITS] == sum(e["credits"] for e in entries(sandbox, child_id, "charge"))
 
 
 async def test_unknown_and_foreign_jobs_are_not_found(api: httpx.AsyncClient, sandbox: Sandbox) -> None:

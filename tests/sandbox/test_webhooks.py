@@ -20,9 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
+from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, webhooks
-from mediagen_nb.spec import messages
-from mediagen_nb.spec.paths import path
 
 SECRET = b"test-webhook-secret"
 START = {"modelId": "gpt-image-2", "input": {"prompt": "a red kite over the sea", "quality": "low"}}

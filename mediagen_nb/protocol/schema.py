@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from mediagen_nb.spec import limits, messages
+from mediagen_nb.protocol import limits, messages
 
 _TYPE_WORDS = {
     "string": "a string",

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from mediagen_nb.spec import limits as spec_limits
+from mediagen_nb.protocol import limits as spec_limits
 
 _LOCK = threading.Lock()
 # Network latency is real time: it does not shrink with a time-scaled sandbox, so the margin never does.

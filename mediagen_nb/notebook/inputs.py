@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 import ipywidgets as widgets
 
 from mediagen_nb.client import html
-from mediagen_nb.spec import messages
-from mediagen_nb.spec.schema import media_kind
+from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.schema import media_kind
 
 Prop = Mapping[str, Any]
 LONG_TEXT_CHARS = 1000  # a string allowed this long gets a text area
