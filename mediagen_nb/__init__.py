@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from mediagen_nb.batch.ledger import Ledger as Ledger
     from mediagen_nb.batch.template import Template as Template
     from mediagen_nb.batch.template import template as template
+    from mediagen_nb.batch.usage import usage as usage
     from mediagen_nb.client import *  # noqa: F403
     from mediagen_nb.notebook import catalog as catalog
     from mediagen_nb.notebook import form as form
@@ -31,7 +31,7 @@ _LAZY = {
     "SandboxConfig": "mediagen_nb.sandbox",
     "template": "mediagen_nb.batch.template",
     "Template": "mediagen_nb.batch.template",
-    "Ledger": "mediagen_nb.batch.ledger",
+    "usage": "mediagen_nb.batch.usage",
     # The notebook package is light: these load IPython, widgets or the client only when called.
     "load_ipython_extension": "mediagen_nb.notebook",
     "form": "mediagen_nb.notebook",

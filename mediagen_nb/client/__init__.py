@@ -4,12 +4,15 @@ It imports neither pandas nor IPython; it uses the embedded sandbox when no key 
 """
 
 from mediagen_nb.client.clients import AsyncClient, BaseClient, Client
-from mediagen_nb.client.config import ConfigurationError, Secret
+from mediagen_nb.client.config import Secret
+from mediagen_nb.client.connection import current, use
 from mediagen_nb.client.errors import (
     APIError,
     AuthenticationError,
     BadRequestError,
+    BudgetExceeded,
     CapacityError,
+    ConfigurationError,
     ConnectionFailed,
     GenerationError,
     GenerationFailed,
@@ -22,11 +25,13 @@ from mediagen_nb.client.errors import (
     PermissionDeniedError,
     RateLimitError,
     ServerError,
+    StartUncertain,
     ValidationError,
     WaitTimeout,
     WebhookError,
 )
 from mediagen_nb.client.inbox import WebhookInbox
+from mediagen_nb.client.ledger import Ledger, LedgerError
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.client.resources import (
     Analysis,
@@ -41,6 +46,8 @@ from mediagen_nb.client.resources import (
     VideoOptions,
 )
 from mediagen_nb.client.retry import RetryPolicy
+from mediagen_nb.client.spending import BudgetStatus, budget
+from mediagen_nb.client.videos import VideoEstimate
 
 __all__ = [
     "APIError",
@@ -51,6 +58,8 @@ __all__ = [
     "BaseClient",
     "Blueprint",
     "BlueprintBuild",
+    "BudgetExceeded",
+    "BudgetStatus",
     "CapacityError",
     "Client",
     "ConfigurationError",
@@ -62,6 +71,8 @@ __all__ = [
     "GenerationTimedOut",
     "InsufficientCreditsError",
     "KeyCapReachedError",
+    "Ledger",
+    "LedgerError",
     "Limits",
     "MediagenError",
     "Model",
@@ -75,9 +86,14 @@ __all__ = [
     "Secret",
     "ServerError",
     "ShortVideoJob",
+    "StartUncertain",
     "ValidationError",
+    "VideoEstimate",
     "VideoOptions",
     "WaitTimeout",
     "WebhookError",
     "WebhookInbox",
+    "budget",
+    "current",
+    "use",
 ]

@@ -1,54 +1,59 @@
 """``Client`` and ``AsyncClient``: the same operations, driven by httpx's sync or async client.
 
 Each operation is written once, in :mod:`mediagen_nb.client.engine`, as a generator of steps; the
-``operation`` descriptor below exposes it as a plain method on ``Client`` and as a coroutine
-method on ``AsyncClient``. The only code written twice is the ten-line loop that drives a step.
+``operation`` descriptor below binds it, signature and docstring included, as a plain method on
+``Client`` and as a coroutine method on ``AsyncClient``. Only the loop that drives steps is per client.
 """
 
 import asyncio
 import functools
+import inspect
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, get_args, overload
 
 import httpx
 
 from mediagen_nb.client.config import Settings, resolve
-from mediagen_nb.client.engine import Call, Engine, Op
+from mediagen_nb.client.core import Call, Op, Record
+from mediagen_nb.client.engine import Engine
+from mediagen_nb.client.ledger import Ledger
 from mediagen_nb.client.pacing import Limits
-from mediagen_nb.client.resources import (
-    Analysis,
-    BlueprintBuild,
-    Estimate,
-    Generation,
-    Model,
-    ReplicationRun,
-    ShortVideoJob,
-    VideoOptions,
-)
+from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 
 # Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
 POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)
 P = ParamSpec("P")
 T = TypeVar("T")
-Self = TypeVar("Self", bound="BaseClient")
 
 
 class operation(Generic[P, T]):
-    """A method written once as a generator of steps, run by the client it is called on."""
+    """An engine operation (a generator of steps), run by the client it is read from.
 
-    def __init__(self, fn: Callable[Concatenate[Any, P], Op[T]]) -> None:
+    ``run = operation(Engine.run)`` gives ``Client.run`` (returns the result) and ``AsyncClient.run``
+    (returns a coroutine) one signature and one docstring: the engine's.
+    """
+
+    def __init__(self, fn: Callable[Concatenate[Engine, P], Op[T]]) -> None:
         self.fn = fn
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        signature = inspect.signature(fn)  # as the client shows it: no engine, the result not the generator
+        result = get_args(signature.return_annotation)
+        self.__signature__ = signature.replace(
+            parameters=list(signature.parameters.values())[1:],
+            return_annotation=result[2] if len(result) == 3 else signature.return_annotation,
+        )
 
     @overload
     def __get__(self, obj: None, owner: type) -> "operation[P, T]": ...
     @overload
+    def __get__(self, obj: "Client", owner: type) -> Callable[P, T]: ...
+    @overload
     def __get__(self, obj: "AsyncClient", owner: type) -> Callable[P, Coroutine[Any, Any, T]]: ...
     @overload
-    def __get__(self, obj: "Client", owner: type) -> Callable[P, T]: ...
+    def __get__(self, obj: "BaseClient", owner: type) -> Callable[P, Any]: ...
     def __get__(self, obj: Any, owner: type) -> Any:
         if obj is None:
             return self
@@ -56,19 +61,10 @@ class operation(Generic[P, T]):
 
         @functools.wraps(fn)
         def bound(*args: Any, **kwargs: Any) -> Any:
-            return obj._drive(fn(obj, *args, **kwargs))
+            return obj._drive(fn(obj._engine, *args, **kwargs))
 
+        bound.__signature__ = self.__signature__  # type: ignore[attr-defined]
         return bound
-
-
-def _input(input: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """``input`` and keyword fields merged (keywords win), so both call styles work.
-
-    A non-object ``input`` is passed on as it is: the operation refuses it (``input must be an object``).
-    """
-    if input is not None and not isinstance(input, Mapping):
-        return input  # type: ignore[return-value]
-    return {**(input or {}), **fields}
 
 
 class BaseClient:
@@ -85,14 +81,16 @@ class BaseClient:
         timeout: float = 30.0,
         settings: Settings | None = None,
         sandbox: bool = False,
+        ledger: "Ledger | str | None" = None,
     ) -> None:
         """Connect with ``api_key`` (or several keys of one account, pooled) to ``base_url``.
 
         Without either, ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL`` are read; with neither set (or
         ``sandbox=True``), the embedded sandbox is used. ``limits`` must match a time-scaled sandbox.
+        Paid starts are written to ``ledger`` (a path or a Ledger; default: the user's ledger).
         """
         settings = settings or resolve(api_key, base_url, account=account, limits=limits, sandbox=sandbox)
-        self._engine = Engine(settings, retry or RetryPolicy(), timeout)
+        self._engine = Engine(settings, retry or RetryPolicy(), timeout, ledger)
 
     @property
     def settings(self) -> Settings:
@@ -115,218 +113,30 @@ class BaseClient:
         """Validate ``input`` against ``model``'s schema as the service would; no request is sent."""
         return self._engine.check_input(model, input)
 
-    @operation
-    def models(self, refresh: bool = False) -> Op[list[Model]]:
-        """Every catalog model (cached per client; ``refresh=True`` reads it again)."""
-        return self._engine.models(refresh)
-
-    @operation
-    def model(self, model_id: str, refresh: bool = False) -> Op[Model]:
-        """One catalog model, with ``example`` when the service has one."""
-        return self._engine.model(model_id, refresh)
-
-    @operation
-    def openapi(self) -> Op[dict[str, Any]]:
-        """The service's OpenAPI 3.1 document."""
-        return self._engine.openapi()
-
-    @operation
-    def llms_txt(self) -> Op[str]:
-        """Model ids, output types and required inputs as plain text."""
-        return self._engine.llms_txt()
-
-    @operation
-    def estimate(
-        self, model_id: str, input: Mapping[str, Any] | None = None, *, validate: bool = True, **fields: Any
-    ) -> Op[Estimate]:
-        """What a run would charge; never charges."""
-        return self._engine.estimate(model_id, _input(input, fields), validate)
-
-    @operation
-    def run(
-        self,
-        model_id: str,
-        input: Mapping[str, Any] | None = None,
-        *,
-        webhook: str | None = None,
-        idempotency_key: str | None = None,
-        validate: bool = True,
-        **fields: Any,
-    ) -> Op[Generation]:
-        """Start a generation (charges credits) and return it ``processing``."""
-        return self._engine.run(model_id, _input(input, fields), webhook, idempotency_key, validate)
-
-    @operation
-    def generation(self, generation_id: str, wait: int | None = None) -> Op[Generation]:
-        """Read a generation; ``wait`` (5 to 55 s) holds the request until it ends."""
-        return self._engine.generation(generation_id, wait)
-
-    @operation
-    def wait(
-        self,
-        generation: Generation | str,
-        *,
-        timeout: float | None = None,
-        on_update: Callable[[Generation], None] | None = None,
-    ) -> Op[Generation]:
-        """Long-poll until the generation ends (it may have failed: see ``raise_for_status``)."""
-        return self._engine.wait(generation, timeout, on_update)
-
-    @operation
-    def generate(
-        self,
-        model_id: str,
-        input: Mapping[str, Any] | None = None,
-        *,
-        webhook: str | None = None,
-        idempotency_key: str | None = None,
-        timeout: float | None = None,
-        on_update: Callable[[Generation], None] | None = None,
-        **fields: Any,
-    ) -> Op[Generation]:
-        """Run and wait in one call; raises GenerationFailed or GenerationTimedOut on failure."""
-        return self._engine.generate(
-            model_id, _input(input, fields), webhook, idempotency_key, timeout, on_update
-        )
-
-    @operation
-    def analyze(self, url: str, *, idempotency_key: str | None = None) -> Op[Analysis]:
-        """Start reading a short video into a blueprint (flat 5 credits)."""
-        return self._engine.analyze(url, idempotency_key)
-
-    @operation
-    def analysis(self, analysis_id: str) -> Op[Analysis]:
-        """Read an analysis and its blueprint."""
-        return self._engine.analysis(analysis_id)
-
-    @operation
-    def build_blueprint(self, analysis_id: str) -> Op[BlueprintBuild]:
-        """Ask for clip prompts when only the shot list exists."""
-        return self._engine.build_blueprint(analysis_id)
-
-    @operation
-    def wait_analysis(
-        self,
-        analysis: Analysis | str,
-        *,
-        build_blueprint: bool = True,
-        poll: float = 5.0,
-        timeout: float | None = None,
-        on_update: Callable[[Analysis], None] | None = None,
-    ) -> Op[Analysis]:
-        """Poll until the analysis is ready with clip prompts (building them if needed) or failed."""
-        return self._engine.wait_analysis(analysis, build_blueprint, poll, timeout, on_update)
-
-    @operation
-    def replicate(
-        self,
-        analysis_id: str,
-        *,
-        model_id: str | None = None,
-        quality: str | None = None,
-        accuracy: str | None = None,
-        clips: list[int] | None = None,
-        character_image: str | None = None,
-        captions: bool | None = None,
-        audio: str | Mapping[str, Any] | None = None,
-        marketing_aspect: str | None = None,
-        webhook: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> Op[ReplicationRun]:
-        """Render a replica of a ready analysis (charged per clip as it renders)."""
-        return self._engine.replicate(
-            analysis_id,
-            model_id=model_id,
-            quality=quality,
-            accuracy=accuracy,
-            clips=clips,
-            character_image=character_image,
-            captions=captions,
-            audio=audio,
-            marketing_aspect=marketing_aspect,
-            webhook=webhook,
-            idempotency_key=idempotency_key,
-        )
-
-    @operation
-    def replication_run(self, run_id: str) -> Op[ReplicationRun]:
-        """Read a replication run."""
-        return self._engine.replication_run(run_id)
-
-    @operation
-    def wait_replication(
-        self,
-        run: ReplicationRun | str,
-        *,
-        poll: float = 5.0,
-        timeout: float | None = None,
-        on_update: Callable[[ReplicationRun], None] | None = None,
-    ) -> Op[ReplicationRun]:
-        """Poll until the run is done or failed."""
-        return self._engine.wait_replication(run, poll, timeout, on_update)
-
-    @operation
-    def make_video(
-        self,
-        topic: str | None = None,
-        *,
-        seconds: float | None = None,
-        gender: str | None = None,
-        look: str | None = None,
-        voice: str | None = None,
-        flow: str | None = None,
-        captions: bool | None = None,
-        music: bool | None = None,
-        webhook: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> Op[ShortVideoJob]:
-        """Start a topic-to-video job."""
-        return self._engine.make_video(
-            topic,
-            seconds=seconds,
-            gender=gender,
-            look=look,
-            voice=voice,
-            flow=flow,
-            captions=captions,
-            music=music,
-            webhook=webhook,
-            idempotency_key=idempotency_key,
-        )
-
-    @operation
-    def job(self, job_id: str) -> Op[ShortVideoJob]:
-        """Read a topic-to-video job."""
-        return self._engine.job(job_id)
-
-    @operation
-    def video_options(self) -> Op[VideoOptions]:
-        """Voices by gender, looks, edit styles and length bounds."""
-        return self._engine.video_options()
-
-    @operation
-    def reedit(
-        self, job_id: str, *, flow: str | None = None, captions: bool | None = None, music: bool | None = None
-    ) -> Op[ShortVideoJob]:
-        """Re-cut a finished video with another edit style; returns the new job."""
-        return self._engine.reedit(job_id, flow=flow, captions=captions, music=music)
-
-    @operation
-    def wait_job(
-        self,
-        job: ShortVideoJob | str,
-        *,
-        poll: float = 5.0,
-        timeout: float | None = None,
-        on_update: Callable[[ShortVideoJob], None] | None = None,
-    ) -> Op[ShortVideoJob]:
-        """Poll until the job is done or failed."""
-        return self._engine.wait_job(job, poll, timeout, on_update)
-
-    @operation
-    def confirm_webhook(self, payload: bytes | str | Mapping[str, Any]) -> Op[Any]:
-        """Read the generation, run or job a webhook names, with this client's key."""
-        return self._engine.confirm_webhook(payload)
+    models = operation(Engine.models)
+    model = operation(Engine.model)
+    openapi = operation(Engine.openapi)
+    llms_txt = operation(Engine.llms_txt)
+    estimate = operation(Engine.estimate)
+    run = operation(Engine.run)
+    generation = operation(Engine.generation)
+    wait = operation(Engine.wait)
+    generate = operation(Engine.generate)
+    analyze = operation(Engine.analyze)
+    analysis = operation(Engine.analysis)
+    analysis_of = operation(Engine.analysis_of)
+    build_blueprint = operation(Engine.build_blueprint)
+    wait_analysis = operation(Engine.wait_analysis)
+    replicate = operation(Engine.replicate)
+    replication_run = operation(Engine.replication_run)
+    wait_replication = operation(Engine.wait_replication)
+    make_video = operation(Engine.make_video)
+    video_estimate = operation(Engine.video_estimate)
+    job = operation(Engine.job)
+    video_options = operation(Engine.video_options)
+    reedit = operation(Engine.reedit)
+    wait_job = operation(Engine.wait_job)
+    confirm_webhook = operation(Engine.confirm_webhook)
 
 
 class Client(BaseClient):
@@ -365,6 +175,11 @@ class Client(BaseClient):
                 try:
                     reply = self._http.send(self._engine.build(self._http, step))
                 except httpx.TransportError as exc:
+                    failure = exc
+            elif isinstance(step, Record):
+                try:
+                    reply = step.fn()
+                except Exception as exc:
                     failure = exc
             else:
                 time.sleep(step.seconds)
@@ -425,6 +240,11 @@ class AsyncClient(BaseClient):
                 try:
                     reply = await self._http.send(self._engine.build(self._http, step))
                 except httpx.TransportError as exc:
+                    failure = exc
+            elif isinstance(step, Record):
+                try:
+                    reply = await asyncio.to_thread(step.fn)
+                except Exception as exc:
                     failure = exc
             else:
                 await asyncio.sleep(step.seconds)

@@ -9,13 +9,13 @@ import atexit
 import hashlib
 import math
 import os
-import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-from mediagen_nb.client.errors import MediagenError
+from mediagen_nb.client.errors import ConfigurationError
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
@@ -23,10 +23,6 @@ ENV_KEY = "MEDIAGEN_API_KEY"
 ENV_BASE_URL = "MEDIAGEN_BASE_URL"
 ENV_TIME_SCALE = "MEDIAGEN_TIME_SCALE"  # of the sandbox at MEDIAGEN_BASE_URL, or of the embedded one
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
-
-
-class ConfigurationError(MediagenError):
-    """The client cannot tell where to connect or with which key."""
 
 
 class Secret:
@@ -59,6 +55,31 @@ class Secret:
         raise TypeError("an API key is not pickled")
 
 
+EMBEDDED_SERVICE = "embedded-sandbox"  # every embedded sandbox is one service for usage: demo credits
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"})
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_url(base_url: str) -> str:
+    """One spelling of a service address: lowercase, no default port, no trailing slash, loopback as
+    ``localhost`` (so ``127.0.0.1`` and ``localhost`` are the same service to the ledger)."""
+    parts = urlsplit(base_url.strip())
+    host = (parts.hostname or "").lower()
+    host = "localhost" if host in LOOPBACK_NAMES else host
+    port = parts.port if parts.port not in (None, DEFAULT_PORTS.get(parts.scheme.lower())) else None
+    netloc = f"{host}:{port}" if port is not None else host
+    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}"
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which service a start goes to: ``service`` groups usage, ``instance`` is where its ids are valid."""
+
+    service: str  # EMBEDDED_SERVICE, or the normalized base URL
+    instance: str  # the normalized base URL
+    account: str  # the client's account label (``account=``, else the keys' fingerprints)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved connection settings of one client."""
@@ -68,6 +89,16 @@ class Settings:
     account: str  # scope of the shared generation-start limiter
     limits: Limits
     sandbox: bool  # the embedded sandbox of this process
+
+    @property
+    def where(self) -> Where:
+        instance = normalize_url(self.base_url)
+        return Where(EMBEDDED_SERVICE if self.sandbox else instance, instance, self.account)
+
+    @property
+    def service_name(self) -> str:
+        """Where this connection goes, for banners: ``the embedded sandbox`` or the host."""
+        return "the embedded sandbox" if self.sandbox else (urlsplit(self.base_url).netloc or self.base_url)
 
 
 _embedded: Any = None
@@ -85,9 +116,8 @@ def embedded_sandbox() -> Any:
             _embedded = Sandbox(time_scale=scale).start()
             atexit.register(_embedded.stop)
             print(
-                f"mediagen_nb: no {ENV_KEY} set, so using the embedded sandbox at {_embedded.base_url} "
-                f"(time x{scale:g}, demo credits, nothing real is charged)",
-                file=sys.stderr,
+                f"mediagen_nb: started the embedded sandbox at {_embedded.base_url} "
+                f"(time x{scale:g}, demo credits, nothing real is charged)"
             )
         return _embedded
 

@@ -25,6 +25,26 @@ class MediagenError(Exception):
         self.message = message
 
 
+class ConfigurationError(MediagenError):
+    """The client cannot tell where to connect, with which key, or a setting is malformed."""
+
+
+class BudgetExceeded(MediagenError):
+    """A start would go past the session budget (``mediagen_nb.budget``); nothing was sent."""
+
+
+class StartUncertain(MediagenError):
+    """A start got no answer after every retry: the service may have accepted (and charged) it.
+
+    Re-running the same start resumes it at no cost: it is in the ledger with its Idempotency-Key.
+    """
+
+    def __init__(self, message: str, *, key: str, credits: int | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.credits = credits  # what it may have cost, when known
+
+
 class APIError(MediagenError):
     """The service answered with an error status."""
 

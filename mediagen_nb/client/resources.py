@@ -123,6 +123,12 @@ def parse(cls: type[R], data: Mapping[str, Any], names: Mapping[str, str], **mor
     return cls(**values, **more, extra={k: v for k, v in data.items() if k not in known})  # type: ignore[call-arg]
 
 
+def wire_of(resource: Any) -> dict[str, Any]:
+    """A resource back as the wire object it was read from (mapped fields and ``extra``)."""
+    names = _WIRE_NAMES[type(resource).__name__]
+    return {**resource.extra, **{name: getattr(resource, attr) for attr, name in names.items()}}
+
+
 def _short(text: object, limit: int = 60) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -137,7 +143,7 @@ class _Shown:
         parts = []
         for name in self._headline:
             value = getattr(self, name)
-            if value in (None, (), {}, ""):
+            if value in (None, (), {}, "") or value is False:
                 continue
             shown = _short(value) if isinstance(value, str) and not name.endswith("url") else value
             parts.append(f"{name}={shown!r}")
@@ -159,8 +165,9 @@ class Generation(_Shown):
     still_running: bool | None = None
     elapsed_s: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    reused: bool = False  # an earlier start of the same ask, returned at no charge
 
-    _headline = ("id", "model_id", "status", "credits_spent", "elapsed_s", "url", "error")
+    _headline = ("id", "model_id", "status", "credits_spent", "elapsed_s", "url", "error", "reused")
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any], *, elapsed_s: float | None = None) -> "Generation":
@@ -385,8 +392,9 @@ class Analysis(_Shown):
     error: str | None = None
     credits_spent: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    reused: bool = False  # an earlier start of the same ask, returned at no charge
 
-    _headline = ("id", "status", "title", "duration_seconds", "clip_count", "error")
+    _headline = ("id", "status", "title", "duration_seconds", "clip_count", "error", "reused")
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "Analysis":
@@ -441,8 +449,18 @@ class ReplicationRun(_Shown):
     error: str | None = None
     created_at: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    reused: bool = False  # an earlier start of the same ask, returned at no charge
 
-    _headline = ("id", "model_id", "status", "done_clips", "total_clips", "output_video_url", "error")
+    _headline = (
+        "id",
+        "model_id",
+        "status",
+        "done_clips",
+        "total_clips",
+        "output_video_url",
+        "error",
+        "reused",
+    )
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "ReplicationRun":
@@ -493,8 +511,9 @@ class ShortVideoJob(_Shown):
     created_at: str | None = None
     updated_at: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    reused: bool = False  # an earlier start of the same ask, returned at no charge
 
-    _headline = ("id", "status", "progress", "credits_used", "video_url", "error")
+    _headline = ("id", "status", "progress", "credits_used", "video_url", "error", "reused")
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "ShortVideoJob":
@@ -541,3 +560,11 @@ class VideoOptions(_Shown):
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "VideoOptions":
         return parse(cls, data, OPTIONS_FIELDS)
+
+
+_WIRE_NAMES: dict[str, Mapping[str, str]] = {
+    "Generation": GENERATION_FIELDS,
+    "Analysis": ANALYSIS_FIELDS,
+    "ReplicationRun": RUN_FIELDS,
+    "ShortVideoJob": JOB_FIELDS,
+}

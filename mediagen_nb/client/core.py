@@ -1,0 +1,475 @@
+"""The engine's core: steps, sending under the limits and retries, the catalog, and paid starts.
+
+An operation is a generator that yields steps and receives their results: :class:`Call` (send
+this request), :class:`Pause` (sleep) and :class:`Record` (read or write the ledger, off the event
+loop). :mod:`mediagen_nb.client.clients` drives the same generators with httpx's sync or async
+client, so request building, parsing, limits, retries, waiting and money are written once.
+
+Every paid start goes through :meth:`Core.paid`: it holds the start's price against the session
+budget, writes the intent to the ledger, sends with the Idempotency-Key, and records the answer,
+so a re-run finds the key and resumes instead of paying again.
+"""
+
+import json
+import random
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+import httpx
+
+from mediagen_nb.client import errors, idempotency, pacing
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.config import Secret, Settings, Where
+from mediagen_nb.client.resources import Model
+from mediagen_nb.client.retry import RetryPolicy
+from mediagen_nb.client.spending import Budget
+from mediagen_nb.client.spending import session as session_budget
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import messages, schema, states, wire
+from mediagen_nb.protocol.paths import path
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+CATALOG, READ, START = "catalog", "read", "start"
+POLL_SECONDS = 5.0  # replication and topic-to-video have no ``wait``: poll every few seconds
+HTTP_SLACK = 30.0  # real seconds a request may take beyond the time the service holds it
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request to send. ``kind`` decides which limiters it passes through."""
+
+    method: str
+    endpoint: str  # a name of mediagen_nb.protocol.paths.PATHS
+    kind: str = READ
+    params: Mapping[str, str] = field(default_factory=dict)
+    query: Mapping[str, Any] | None = None
+    body: Any = None
+    idempotency_key: str | None = None
+    hold: float = 0.0  # service seconds the service may hold the request (long poll)
+    # False for a start the service cannot deduplicate (reedit has no idempotency key): after an
+    # ambiguous failure (a broken connection, a 500) it may have started, so it is not sent again.
+    replayable: bool = True
+    key: Secret | None = None  # filled by the engine
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Sleep this many real seconds."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Record:
+    """Run ``fn`` (ledger I/O, which may wait on another process) where it cannot stall an event loop."""
+
+    fn: Callable[[], Any]
+
+
+Step = Call | Pause | Record
+Op = Generator[Step, Any, T]
+
+
+@dataclass(frozen=True)
+class Paid:
+    """One paid start as the ledger and the budget see it."""
+
+    kind: str  # ledgers.GENERATION, ANALYSIS, REPLICATION or JOB
+    what: str  # for messages: "gpt-image-2", "the analysis of <url>"
+    key: str  # its Idempotency-Key
+    model_id: str | None
+    input: Any
+    price: int | None  # what it will (or may) cost; None when unknown
+    ask: str | None = None
+    variation: int = 1
+
+
+@dataclass(frozen=True)
+class Found:
+    """What :meth:`Core.keyed` found for a start: its key, and an earlier start of it if any."""
+
+    key: str
+    ask: str | None
+    variation: int
+    entry: ledgers.Entry | None
+
+
+class Core:
+    """State shared by every operation: settings, limiters, retries, the catalog cache, ledger, budget."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        retry: RetryPolicy,
+        timeout: float,
+        ledger: "ledgers.Ledger | str | None" = None,
+        budget: Budget | None = None,
+    ) -> None:
+        self.settings = settings
+        self.retry = retry
+        self.timeout = timeout
+        lim = settings.limits
+        self._keys = [
+            pacing.shared("key", settings.base_url, k.reveal(), lim.requests_per_key, lim.real_window)
+            for k in settings.keys
+        ]
+        self._account = pacing.shared(
+            "account", settings.base_url, settings.account, lim.starts_per_account, lim.real_window
+        )
+        self._models: dict[str, Model] | None = None
+        self._details: dict[str, Model] = {}
+        self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> monotonic start
+        self._rng = random.Random()
+        self._ledger_choice = ledger
+        self.budget = budget or session_budget()
+        self._ledger_warned = False
+        self._booked: dict[str, ledgers.Ledger] = {}  # resource id -> the ledger that holds its start
+
+    @property
+    def where(self) -> Where:
+        return self.settings.where
+
+    # -- transport-neutral helpers -------------------------------------------------------------
+
+    def build(self, http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.Request:
+        """The httpx request for ``call``; the key is revealed only here, into the header."""
+        headers = {"Accept": "application/json"}
+        if call.key is not None:
+            headers["Authorization"] = f"Bearer {call.key.reveal()}"
+        if call.idempotency_key is not None:
+            headers["Idempotency-Key"] = call.idempotency_key
+        timeout = self.timeout + self.settings.limits.real(call.hold) + (HTTP_SLACK if call.hold else 0.0)
+        return http.build_request(
+            call.method,
+            self.settings.base_url + path(call.endpoint, **call.params),
+            params=call.query,
+            json=call.body,
+            headers=headers,
+            timeout=timeout,
+        )
+
+    def _real(self, service_seconds: float) -> float:
+        return self.settings.limits.real(service_seconds)
+
+    def _reserve(self, call: Call) -> tuple[Call, float]:
+        """Pick the key with budget first (with the account's start budget for starts) and book it."""
+        if call.kind == CATALOG:
+            return call, 0.0
+        choices = [[key] + ([self._account] if call.kind == START else []) for key in self._keys]
+        index, delay = pacing.reserve(choices)
+        return Call(**{**call.__dict__, "key": self.settings.keys[index]}), delay
+
+    def _penalize(self, call: Call, error: errors.RateLimitError) -> None:
+        """An unexpected 429: that key (or the account) sends nothing for a window."""
+        window = self.settings.limits.real_window
+        if error.scope == "account":
+            self._account.pause(window)
+        elif call.key is not None:
+            self._keys[self.settings.keys.index(call.key)].pause(window)
+
+    def send(self, call: Call) -> Op[Any]:
+        """Send ``call`` under the limiters and the retry policy; return ``data`` (or the raw body)."""
+        if call.kind == START and call.idempotency_key is None and call.replayable:
+            call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
+        attempt = 0
+        while True:
+            call, delay = self._reserve(call)
+            if delay > 0:
+                yield Pause(delay)
+            error: errors.MediagenError
+            try:
+                response: httpx.Response = yield call
+            except httpx.TransportError as exc:
+                error = errors.ConnectionFailed(f"{call.method} {path(call.endpoint, **call.params)}: {exc}")
+            else:
+                if response.is_success:
+                    try:
+                        return _decode(call, response)
+                    except ValueError:
+                        error = errors.ConnectionFailed(
+                            f"incomplete response to {call.method} {call.endpoint}"
+                        )
+                else:
+                    error = errors.from_response(response.status_code, response.content)
+                    if isinstance(error, errors.RateLimitError):
+                        self._penalize(call, error)
+            ambiguous = isinstance(error, (errors.ConnectionFailed, errors.ServerError))
+            wait = None if ambiguous and not call.replayable else self.retry.delay(error, attempt, self._rng)
+            if wait is None:
+                raise error from None
+            yield Pause(self._real(wait))
+            attempt += 1
+
+    # -- catalog -------------------------------------------------------------------------------
+
+    def models(self, refresh: bool = False) -> Op[list[Model]]:
+        """Every catalog model (cached per client; ``refresh=True`` reads it again)."""
+        if self._models is None or refresh:
+            data = yield from self.send(Call("GET", "models", CATALOG))
+            records = data.get(wire.MODELS_LIST, []) if isinstance(data, Mapping) else data
+            self._models = {m.id: m for m in (Model.from_api(r) for r in records)}
+        return list(self._models.values())
+
+    def model(self, model_id: str, refresh: bool = False) -> Op[Model]:
+        """One catalog model, with ``example`` when the service has one (cached per client)."""
+        if model_id not in self._details or refresh:
+            data = yield from self.send(Call("GET", "model", CATALOG, params={"id": model_id}))
+            self._details[model_id] = Model.from_api(data)
+        return self._details[model_id]
+
+    def openapi(self) -> Op[dict[str, Any]]:
+        """The service's OpenAPI 3.1 document."""
+        return (yield from self.send(Call("GET", "openapi", CATALOG)))
+
+    def llms_txt(self) -> Op[str]:
+        """Model ids, output types and required inputs as plain text."""
+        return (yield from self.send(Call("GET", "llms_txt", CATALOG)))
+
+    def catalog_model(self, model_id: str) -> Op[Model]:
+        """The catalog's record of ``model_id``; an unknown id is refused before anything is sent."""
+        models = {m.id: m for m in (yield from self.models())}
+        if model_id not in models:
+            raise errors.ValidationError(
+                messages.unknown_model(str(model_id), models), field="modelId", sent=False
+            )
+        return models[model_id]
+
+    def check_input(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Refuse, before any request, what the service would refuse; return the input to send."""
+        if not isinstance(values, Mapping):
+            raise errors.ValidationError(messages.INPUT_NOT_OBJECT, field="input", sent=False)
+        try:
+            normalized = schema.normalize(model.input_schema, values)
+            media = model.length_billed_field
+            if media is not None and not schema.is_missing(values.get(media)):
+                schema.check_media_extension(media, values[media])
+        except schema.InputError as exc:
+            raise errors.ValidationError(exc.message, field=exc.field, sent=False) from None
+        checked = {name: normalized[name] for name in values}
+        sendable(checked)
+        return checked
+
+    # -- the ledger and the budget ----------------------------------------------------------------
+
+    def book(self, override: "ledgers.Ledger | str | None" = None) -> Op[ledgers.Ledger]:
+        """The ledger this start is written to (opening it may wait on the file: a Record step)."""
+        chosen = override if override is not None else self._ledger_choice
+        return (yield Record(partial(ledgers.as_ledger, chosen)))
+
+    def keyed(
+        self,
+        kind: str,
+        model_id: str | None,
+        input: Mapping[str, Any],
+        book: ledgers.Ledger,
+        *,
+        given: str | None,
+        reuse: bool,
+        fresh: bool,
+    ) -> Op[Found]:
+        """The Idempotency-Key of a start and an earlier start of the same ask, if the ledger has one.
+
+        ``given`` is used as it is; ``reuse`` derives the key from the ask (``fresh``: the next
+        variation); otherwise the start gets a new random key (one call, one start).
+        """
+        if given is not None:
+            key = str(given)[: spec_limits.IDEMPOTENCY_KEY_CHARS]
+            entry = yield Record(partial(book.lookup, key, self.where))
+            return Found(key, None, 1, entry)
+        if not reuse:
+            return Found(uuid.uuid4().hex, None, 1, None)
+        asked = idempotency.ask(kind, model_id, input)
+        latest: ledgers.Entry | None = yield Record(partial(book.latest, asked, self.where))
+        # A failed start was refunded and the service returns it again for its key: ask anew instead.
+        again = fresh or (latest is not None and latest.status == states.FAILED)
+        variation = (latest.variation if latest else 1) + (1 if again and latest else 0)
+        key = idempotency.derive(kind, idempotency.SINGLE, model_id, input, occurrence=variation)
+        return Found(key, asked, variation, None if again else latest)
+
+    def paid(self, start: Paid, call: Call, book: ledgers.Ledger) -> Op[tuple[Any, int | None]]:
+        """Hold the price, write the intent, send; returns the answer's data and the budget hold.
+
+        A refused start drops its intent and hold (nothing was charged). A start that got no answer
+        after every retry keeps both and raises :class:`StartUncertain`: it may have been charged,
+        and sending it again with its key resumes it at no cost.
+        """
+        hold = None
+        if self.budget.limit is not None:
+            hold = self.budget.hold(start.price if start.price is not None else 0, start.what)
+        try:
+            yield Record(
+                partial(
+                    book.intent,
+                    start.key,
+                    self.where,
+                    kind=start.kind,
+                    via=ledgers.current_via(),
+                    model_id=start.model_id,
+                    input=start.input,
+                    ask=start.ask,
+                    variation=start.variation,
+                    credits=start.price or 0,
+                    credits_known=False,
+                )
+            )
+        except ledgers.LedgerError:
+            self.budget.release(hold)
+            raise
+        try:
+            data = yield from self.send(call)
+        except (errors.ConnectionFailed, errors.ServerError) as exc:
+            yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
+            cost = f"up to {start.price} credits" if start.price is not None else "its price"
+            raise errors.StartUncertain(
+                f"{start.what}: no answer to the start ({exc.message}); the service may have started it "
+                f"and charged {cost}. Running the same start again resumes it at no cost",
+                key=start.key,
+                credits=start.price,
+            ) from None
+        except errors.MediagenError:
+            self.budget.release(hold)
+            yield Record(partial(book.refused, start.key, self.where))
+            raise
+        # Anything else (a Ctrl-C, a cancelled task) leaves the intent and the hold: it may have started.
+        return data, hold
+
+    def answered(
+        self,
+        start: Paid,
+        hold: int | None,
+        book: ledgers.Ledger,
+        resource_id: str,
+        status: str,
+        credits: int,
+        *,
+        credits_known: bool = True,
+        resource: Mapping[str, Any] | None = None,
+    ) -> Op[None]:
+        """The start's answer: its id and charge, into the budget and the ledger."""
+        self.budget.charge(hold, f"{self.where.instance}/{resource_id}", credits)
+        self._booked[resource_id] = book
+        self._started.setdefault(resource_id, time.monotonic())
+        while len(self._started) > 10_000:
+            self._started.popitem(last=False)
+        yield Record(
+            partial(
+                book.started,
+                start.key,
+                self.where,
+                resource_id,
+                status,
+                credits,
+                credits_known=credits_known,
+                resource=resource,
+            )
+        )
+
+    def observed(
+        self,
+        resource_id: str,
+        status: str,
+        *,
+        credits: int | None,
+        urls: tuple[str, ...] = (),
+        error: str | None = None,
+        resource: Mapping[str, Any] | None = None,
+    ) -> Op[None]:
+        """A read of a resource: its status, charge and outputs into the ledger and the budget.
+
+        Written for resources this client started or resumed, and for any that has ended (an id of
+        an earlier process); reads never fail because of the ledger: a failing ledger is said once.
+        """
+        if credits is not None:
+            self.budget.correct(f"{self.where.instance}/{resource_id}", credits)
+        if resource_id not in self._booked and status not in states.FINAL:
+            return
+        try:
+            book = self._booked.get(resource_id) or (yield from self.book())
+            yield Record(
+                partial(
+                    book.update,
+                    self.where,
+                    resource_id,
+                    status,
+                    credits=credits,
+                    urls=urls,
+                    error=error,
+                    elapsed_s=self.elapsed(resource_id),
+                    resource=resource,
+                )
+            )
+        except ledgers.LedgerError as exc:
+            if not self._ledger_warned:
+                self._ledger_warned = True
+                ledgers.warn(f"{exc}; results are still returned, but re-runs cannot find them")
+
+    def elapsed(self, resource_id: str) -> float | None:
+        started = self._started.get(resource_id)
+        return None if started is None else round(time.monotonic() - started, 3)
+
+    def adopt(self, entry: ledgers.Entry, book: ledgers.Ledger) -> Op[None]:
+        """An earlier start that this connection reads fine: record it here, so a re-run trusts it."""
+        self._booked[str(entry.resource_id)] = book
+        if not entry.trusted(self.where):
+            yield Record(partial(book.adopt, entry, self.where))
+
+    # -- polling -----------------------------------------------------------------------------------
+
+    def poll(
+        self,
+        read: Callable[[], Op[R]],
+        finished: Callable[[R], bool],
+        poll: float,
+        timeout: float | None,
+        on_update: Callable[[R], None] | None,
+        what: str,
+    ) -> Op[R]:
+        """Read every ``poll`` service seconds (through the limiters) until ``finished``."""
+        deadline = None if timeout is None else time.monotonic() + self._real(timeout)
+        while True:
+            current = yield from read()
+            if on_update is not None:
+                on_update(current)
+            if finished(current):
+                return current
+            if deadline is not None and time.monotonic() >= deadline:
+                raise errors.WaitTimeout(f"{what} has not finished", current)
+            yield Pause(self._real(poll))
+
+
+def sendable(values: Mapping[str, Any]) -> None:
+    """Refuse a value JSON cannot carry as UTF-8 (a lone surrogate such as ``"caf\\udce9"``), naming it."""
+    for name, value in values.items():
+        try:
+            json.dumps(value, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else "?"
+            raise errors.ValidationError(
+                f"{name} holds a character that cannot be sent ({bad!r}, not valid Unicode text); "
+                "fix or re-type that text",
+                field=name,
+                sent=False,
+            ) from None
+        except ValueError:
+            raise errors.ValidationError(
+                f"{name} must be a finite number (NaN and infinity cannot be sent)", field=name, sent=False
+            ) from None
+
+
+def _decode(call: Call, response: httpx.Response) -> Any:
+    """The ``data`` of a success envelope; the whole document for openapi.json; text for llms.txt."""
+    if call.endpoint == "llms_txt":
+        return response.text
+    body = json.loads(response.content)
+    if call.endpoint == "openapi":
+        return body
+    if isinstance(body, Mapping) and "data" in body:
+        return body["data"]
+    return body

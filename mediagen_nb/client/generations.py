@@ -1,0 +1,207 @@
+"""The generation API: estimate, run, read, wait and generate, written once for both clients."""
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from mediagen_nb.client import errors
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.core import START, Call, Core, Op, Paid
+from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import states
+
+
+def merged(input: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``input`` and keyword fields merged (keywords win), so both call styles work.
+
+    A non-object ``input`` is passed on as it is: the operation refuses it (``input must be an object``).
+    """
+    if input is not None and not isinstance(input, Mapping):
+        return input  # type: ignore[return-value]
+    return {**(input or {}), **fields}
+
+
+class Generations(Core):
+    """Operations of the generation API."""
+
+    def estimate(
+        self, model_id: str, input: Mapping[str, Any] | None = None, *, validate: bool = True, **fields: Any
+    ) -> Op[Estimate]:
+        """What a run with this input will charge; never charges (the service prices it like a run)."""
+        values = merged(input, fields)
+        if validate:
+            values = self.check_input((yield from self.catalog_model(model_id)), values)
+        data = yield from self.send(
+            Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
+        )
+        return Estimate.from_api(data)
+
+    def price(self, model: Model, values: Mapping[str, Any]) -> Op[int]:
+        """What a run will charge: the listed price when it never varies, else the service's estimate."""
+        if model.pricing is None:
+            return model.credits or 0
+        return (yield from self.estimate(model.id, values, validate=False)).credits
+
+    def run(
+        self,
+        model_id: str,
+        input: Mapping[str, Any] | None = None,
+        *,
+        webhook: str | None = None,
+        idempotency_key: str | None = None,
+        validate: bool = True,
+        reuse: bool = False,
+        fresh: bool = False,
+        ledger: "ledgers.Ledger | str | None" = None,
+        price: int | None = None,
+        **fields: Any,
+    ) -> Op[Generation]:
+        """Start a generation (charges credits) and return it ``processing``.
+
+        One call is one generation, unless ``reuse=True``: then the same model and input return the
+        generation started before (from any path, at no charge; ``reused`` is True) and ``fresh=True``
+        starts the next variation. ``idempotency_key`` is sent as given. Retries keep one key.
+        ``price`` is what the run costs when the caller already knows (a sweep prices rows in bulk).
+        """
+        values = merged(input, fields)
+        model = None
+        if validate or self.budget.limit is not None:
+            model = yield from self.catalog_model(model_id)
+        if validate and model is not None:
+            values = self.check_input(model, values)
+        book = yield from self.book(ledger)
+        found = yield from self.keyed(
+            ledgers.GENERATION, model_id, values, book, given=idempotency_key, reuse=reuse, fresh=fresh
+        )
+        if found.entry is not None:
+            earlier = yield from self._resume(found.entry, book)
+            if earlier is not None:
+                return earlier
+        if price is None and model is not None and self.budget.limit is not None:
+            price = yield from self.price(model, values)
+        start = Paid(
+            ledgers.GENERATION, model_id, found.key, model_id, values, price, found.ask, found.variation
+        )
+        body: dict[str, Any] = {"modelId": model_id, "input": _plain(values)}
+        if webhook is not None:
+            body["webhook"] = webhook
+        data, hold = yield from self.paid(
+            start, Call("POST", "run", START, body=body, idempotency_key=found.key), book
+        )
+        generation = Generation.from_api(data)
+        yield from self.answered(
+            start, hold, book, generation.id, generation.status, generation.credits_spent, resource=data
+        )
+        return generation
+
+    def _resume(self, entry: ledgers.Entry, book: ledgers.Ledger) -> Op[Generation | None]:
+        """The generation an earlier start of this key made, or None to start it (again) with its key.
+
+        A finished start recorded by this connection is returned without a request; any other is read
+        by id, and one this account does not know (another account, a restarted sandbox) is None.
+        """
+        if entry.final and entry.trusted(self.where) and isinstance(entry.resource, Mapping):
+            return replace(Generation.from_api(entry.resource), reused=True)
+        if entry.resource_id is None:
+            return None
+        try:
+            current = yield from self.generation(entry.resource_id)
+        except (errors.NotFoundError, errors.BadRequestError):
+            return None
+        created = entry.resource.get("createdAt") if isinstance(entry.resource, Mapping) else None
+        if current.model_id != entry.model_id or (created and current.created_at != created):
+            return None  # another generation under the same id (a restarted sandbox): never attach to it
+        yield from self.adopt(entry, book)
+        return replace(current, reused=True)
+
+    def generation(self, generation_id: str, wait: int | None = None) -> Op[Generation]:
+        """Read a generation; with ``wait`` (5 to 55 s) the service holds the request until it ends."""
+        query = None
+        if wait is not None:
+            if not spec_limits.WAIT_MIN_SECONDS <= wait <= spec_limits.WAIT_MAX_SECONDS:
+                raise errors.ValidationError(
+                    f"wait must be an integer from {spec_limits.WAIT_MIN_SECONDS} to "
+                    f"{spec_limits.WAIT_MAX_SECONDS} seconds",
+                    field="wait",
+                    sent=False,
+                )
+            query = {"wait": int(wait)}
+        call = Call("GET", "generation", params={"id": str(generation_id)}, query=query, hold=wait or 0)
+        data = yield from self.send(call)
+        generation = Generation.from_api(data, elapsed_s=self.elapsed(data.get("id", generation_id)))
+        charged = 0 if generation.status == states.FAILED else generation.credits_spent
+        yield from self.observed(
+            generation.id,
+            generation.status,
+            credits=charged,
+            urls=generation.urls,
+            error=generation.error,
+            resource=wire_of(generation),
+        )
+        return generation
+
+    def wait(
+        self,
+        generation: Generation | str,
+        *,
+        timeout: float | None = None,
+        on_update: Callable[[Generation], None] | None = None,
+    ) -> Op[Generation]:
+        """Long-poll (``wait=55``) until the generation ends; never short-polls.
+
+        ``timeout`` is in service seconds; past it WaitTimeout carries the last reading. The result
+        may have failed: see ``raise_for_status``.
+        """
+        generation_id = generation.id if isinstance(generation, Generation) else str(generation)
+        reused = isinstance(generation, Generation) and generation.reused
+        deadline = None if timeout is None else time.monotonic() + self._real(timeout)
+        while True:
+            hold = spec_limits.WAIT_MAX_SECONDS
+            if deadline is not None:
+                left = (deadline - time.monotonic()) * self.settings.limits.time_scale
+                hold = int(min(hold, max(spec_limits.WAIT_MIN_SECONDS, left)))
+            current = yield from self.generation(generation_id, wait=hold)
+            current = replace(current, reused=reused)
+            if on_update is not None:
+                on_update(current)
+            if current.done:
+                return current
+            if deadline is not None and time.monotonic() >= deadline:
+                raise errors.WaitTimeout(f"generation {generation_id} still {current.status}", current)
+
+    def generate(
+        self,
+        model_id: str,
+        input: Mapping[str, Any] | None = None,
+        *,
+        webhook: str | None = None,
+        idempotency_key: str | None = None,
+        reuse: bool = False,
+        fresh: bool = False,
+        timeout: float | None = None,
+        on_update: Callable[[Generation], None] | None = None,
+        **fields: Any,
+    ) -> Op[Generation]:
+        """Run and wait in one call; raises GenerationFailed or GenerationTimedOut when it fails."""
+        started = yield from self.run(
+            model_id,
+            input,
+            webhook=webhook,
+            idempotency_key=idempotency_key,
+            reuse=reuse,
+            fresh=fresh,
+            **fields,
+        )
+        if on_update is not None:
+            on_update(started)
+        finished = (
+            started if started.done else (yield from self.wait(started, timeout=timeout, on_update=on_update))
+        )
+        return finished.raise_for_status()
+
+
+def _plain(input: Any) -> Any:
+    """An input mapping as a dict for the body; anything else as it is (the service refuses it)."""
+    return dict(input) if isinstance(input, Mapping) else input

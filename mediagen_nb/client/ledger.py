@@ -1,0 +1,513 @@
+"""The money ledger: every paid start, written before it is sent, and what became of it.
+
+One SQLite file in WAL mode, shared by every path (magic, form, call, sweep, CLI) and every process
+of the user (default: the user's data folder; ``MEDIAGEN_LEDGER`` or ``ledger=`` choose another).
+A start is written as an *intent* (its Idempotency-Key, what is asked, where) before the request
+leaves, then gets its resource id and charge when the answer arrives, and its status and outputs
+as reads come back. So a Ctrl-C, a crash, a kernel restart or a double click never pays twice: the
+next attempt finds the key and resumes. Rows are per (key, instance): the same ask on two services
+is two rows, and the same service spelt two ways (``localhost``, ``127.0.0.1``) is one.
+
+Every call may block on SQLite (another process may hold the file), so async callers run it in a
+thread (the engine's ``Record`` step); a file that stays locked, is read-only or is not a ledger
+raises one :class:`LedgerError` naming the file and the fix, before anything is charged.
+"""
+
+import json
+import os
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mediagen_nb.client.config import Where, normalize_url
+from mediagen_nb.client.errors import MediagenError
+from mediagen_nb.protocol import states
+
+ENV_LEDGER = "MEDIAGEN_LEDGER"
+LOCK_WAIT = 30.0  # seconds to wait for another process's write before giving up
+LOCK_NOTICE = 1.0  # after this long, say that we are waiting and for what
+
+T = TypeVar("T")
+
+# Kinds of paid starts, and the paths they come from (``via``): the columns of ``usage``.
+GENERATION, ANALYSIS, REPLICATION, JOB = "generation", "analysis", "replication", "job"
+VIAS = ("call", "magic", "form", "sweep", "cli", "replication", "topic-to-video")
+STARTING = "starting"  # the ledger's own status: written before sending, no answer read yet
+_VIA: ContextVar[str] = ContextVar("mediagen_via", default="call")
+
+
+@contextmanager
+def via(path: str) -> Iterator[None]:
+    """Starts made inside are recorded as coming from ``path`` (``magic``, ``form``, ``sweep`` ...)."""
+    token = _VIA.set(path)
+    try:
+        yield
+    finally:
+        _VIA.reset(token)
+
+
+def current_via() -> str:
+    """The path the current start comes from (``call`` unless a layer said otherwise)."""
+    return _VIA.get()
+
+
+def warn(message: str) -> None:
+    """One line on stderr about the ledger (used where failing would lose work already paid for)."""
+    print(f"mediagen_nb: {message}", file=sys.stderr)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS starts (
+    key TEXT NOT NULL,
+    instance TEXT NOT NULL,
+    service TEXT NOT NULL,
+    account TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    via TEXT NOT NULL,
+    model_id TEXT,
+    ask TEXT,
+    variation INTEGER NOT NULL DEFAULT 1,
+    input TEXT,
+    resource_id TEXT,
+    status TEXT NOT NULL,
+    credits INTEGER NOT NULL DEFAULT 0,
+    credits_known INTEGER NOT NULL DEFAULT 1,
+    urls TEXT NOT NULL DEFAULT '[]',
+    error TEXT,
+    elapsed_s REAL,
+    resource TEXT,
+    started_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    PRIMARY KEY (key, instance)
+);
+CREATE INDEX IF NOT EXISTS starts_by_key ON starts (key, service);
+CREATE INDEX IF NOT EXISTS starts_by_ask ON starts (ask, service);
+CREATE INDEX IF NOT EXISTS starts_by_resource ON starts (resource_id, instance);
+CREATE INDEX IF NOT EXISTS starts_by_month ON starts (service, started_at);
+"""
+_COLUMNS = (
+    "key, instance, service, account, kind, via, model_id, ask, variation, input, resource_id, status, "
+    "credits, credits_known, urls, error, elapsed_s, resource, started_at, updated_at"
+)
+
+
+class LedgerError(MediagenError):
+    """The ledger file cannot be read or written; nothing was sent or charged because of it."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What the ledger knows of one start."""
+
+    key: str
+    instance: str
+    service: str
+    account: str
+    kind: str
+    via: str
+    model_id: str | None
+    ask: str | None
+    variation: int
+    input: Any
+    resource_id: str | None
+    status: str
+    credits: int
+    credits_known: bool
+    urls: tuple[str, ...]
+    error: str | None
+    elapsed_s: float | None
+    resource: Any  # the last wire object read of it (a Generation's data, ...), or None
+    started_at: float
+    updated_at: float
+
+    @property
+    def final(self) -> bool:
+        return self.status in states.FINAL
+
+    @property
+    def sent_unanswered(self) -> bool:
+        """Written before sending, with no answer recorded: it may or may not have started."""
+        return self.status == STARTING
+
+    def trusted(self, where: Where) -> bool:
+        """Reusable without asking the service: same instance and account, so its id is surely valid."""
+        return self.instance == where.instance and self.account == where.account
+
+    @classmethod
+    def from_row(cls, row: tuple[Any, ...]) -> "Entry":
+        values = list(row)
+        values[9] = json.loads(values[9]) if values[9] is not None else None
+        values[13] = bool(values[13])
+        values[14] = tuple(json.loads(values[14]))
+        values[17] = json.loads(values[17]) if values[17] is not None else None
+        return cls(*values)
+
+
+def default_path() -> Path:
+    """``MEDIAGEN_LEDGER``, else ``ledger.sqlite`` in the user's data folder (one per user, every process)."""
+    configured = os.environ.get(ENV_LEDGER)
+    if configured:
+        return Path(configured).expanduser()
+    from platformdirs import user_data_path
+
+    return user_data_path("mediagen_nb") / "ledger.sqlite"
+
+
+class Ledger:
+    """The ledger at ``path`` (default: :func:`default_path`)."""
+
+    def __init__(self, path: str | Path | None = None, *, lock_wait: float = LOCK_WAIT) -> None:
+        """Open (or create) the ledger; ``lock_wait``: seconds to wait for another process's lock."""
+        self.path = Path(path).expanduser() if path is not None else default_path()
+        self.lock_wait = lock_wait
+        self._lock = threading.Lock()
+        self._db = self._attempt(self._open)
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    # -- SQLite with one clear error --------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=LOCK_NOTICE)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process crash
+            db.executescript(_SCHEMA)
+            _import_sweep_rows(db)
+            db.execute("BEGIN IMMEDIATE")  # can we write? (a lock held elsewhere shows now, not mid-start)
+            db.execute("COMMIT")
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _fail(self, exc: BaseException) -> LedgerError:
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+            fix = "another process holds it: let it finish, or use another file (ledger= or MEDIAGEN_LEDGER)"
+            return LedgerError(f"ledger {self.path} is locked: {fix}")
+        if "readonly" in text or isinstance(exc, OSError) or "unable to open" in text:
+            return LedgerError(
+                f"ledger {self.path} cannot be written ({text}): make the folder writable, "
+                f"or point {ENV_LEDGER} (or ledger=) at a writable file"
+            )
+        if isinstance(exc, sqlite3.DatabaseError):
+            return LedgerError(
+                f"ledger {self.path} is not a readable ledger ({text}): move it aside, "
+                f"or point {ENV_LEDGER} (or ledger=) at another file"
+            )
+        return LedgerError(f"ledger {self.path}: {text}")
+
+    def _attempt(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``, waiting up to LOCK_WAIT for another process's lock and saying so once."""
+        deadline = time.monotonic() + self.lock_wait
+        told = False
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise self._fail(exc) from None
+                if time.monotonic() >= deadline:
+                    raise self._fail(exc) from None
+                if not told:
+                    print(
+                        f"mediagen_nb: waiting for the ledger {self.path}: another process is writing it",
+                        file=sys.stderr,
+                    )
+                    told = True
+            except (sqlite3.Error, OSError) as exc:
+                raise self._fail(exc) from None
+
+    def _run(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+        def go() -> list[tuple[Any, ...]]:
+            with self._lock:
+                return self._db.execute(sql, tuple(args)).fetchall()
+
+        return self._attempt(go)
+
+    # -- writes --------------------------------------------------------------------------------------
+
+    def intent(
+        self,
+        key: str,
+        where: Where,
+        *,
+        kind: str,
+        via: str,
+        model_id: str | None,
+        input: Any,
+        ask: str | None = None,
+        variation: int = 1,
+        credits: int = 0,
+        credits_known: bool = True,
+    ) -> None:
+        """Write a start before it is sent. A row already there (a re-run) keeps its id and status."""
+        now = time.time()
+        self._run(
+            f"INSERT INTO starts ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '[]', "
+            "NULL, NULL, NULL, ?, ?) ON CONFLICT(key, instance) DO UPDATE SET updated_at=excluded.updated_at",
+            (
+                key,
+                where.instance,
+                where.service,
+                where.account,
+                kind,
+                via,
+                model_id,
+                ask,
+                variation,
+                _json(input),
+                STARTING,
+                credits,
+                int(credits_known),
+                now,
+                now,
+            ),
+        )
+
+    def started(
+        self,
+        key: str,
+        where: Where,
+        resource_id: str,
+        status: str,
+        credits: int,
+        *,
+        credits_known: bool = True,
+        resource: Mapping[str, Any] | None = None,
+    ) -> None:
+        """The answer of a start: its resource id and charge, owned by this connection's account."""
+        self._run(
+            "UPDATE starts SET resource_id=?, status=?, credits=?, credits_known=?, error=NULL, account=?, "
+            "resource=COALESCE(?, resource), updated_at=? WHERE key=? AND instance=?",
+            (
+                resource_id,
+                status,
+                credits,
+                int(credits_known),
+                where.account,
+                _json(resource),
+                time.time(),
+                key,
+                where.instance,
+            ),
+        )
+
+    def adopt(self, entry: Entry, where: Where) -> None:
+        """Copy an earlier start to this instance and account, once this connection has read it fine."""
+        now = time.time()
+        self._run(
+            f"INSERT INTO starts ({_COLUMNS}) VALUES ({', '.join('?' * 20)}) "
+            "ON CONFLICT(key, instance) DO UPDATE SET account=excluded.account, "
+            "updated_at=excluded.updated_at",
+            (
+                entry.key,
+                where.instance,
+                where.service,
+                where.account,
+                entry.kind,
+                entry.via,
+                entry.model_id,
+                entry.ask,
+                entry.variation,
+                _json(entry.input),
+                entry.resource_id,
+                entry.status,
+                entry.credits,
+                int(entry.credits_known),
+                json.dumps(list(entry.urls)),
+                entry.error,
+                entry.elapsed_s,
+                _json(entry.resource),
+                entry.started_at,
+                now,
+            ),
+        )
+
+    def unanswered(self, key: str, where: Where, error: str) -> None:
+        """A start whose answer never came (it may have started): keep it resumable, note why."""
+        self._run(
+            "UPDATE starts SET error=?, updated_at=? WHERE key=? AND instance=? AND status=?",
+            (error, time.time(), key, where.instance, STARTING),
+        )
+
+    def refused(self, key: str, where: Where) -> None:
+        """A start the service refused (nothing charged): drop the intent so usage never counts it."""
+        self._run(
+            "DELETE FROM starts WHERE key=? AND instance=? AND status=?",
+            (key, where.instance, STARTING),
+        )
+
+    def update(
+        self,
+        where: Where,
+        resource_id: str,
+        status: str,
+        *,
+        credits: int | None = None,
+        urls: Iterable[str] | None = None,
+        error: str | None = None,
+        elapsed_s: float | None = None,
+        resource: Mapping[str, Any] | None = None,
+    ) -> None:
+        """What a read of ``resource_id`` returned (a no-op for ids the ledger does not hold).
+
+        ``credits`` given is what the service says it charged: the row's charge is then known.
+        """
+        self._run(
+            "UPDATE starts SET status=?, credits=COALESCE(?, credits), "
+            "credits_known=CASE WHEN ? IS NULL THEN credits_known ELSE 1 END, urls=COALESCE(?, urls), "
+            "error=?, elapsed_s=COALESCE(?, elapsed_s), resource=COALESCE(?, resource), updated_at=? "
+            "WHERE resource_id=? AND instance=?",
+            (
+                status,
+                credits,
+                credits,
+                json.dumps(list(urls)) if urls is not None else None,
+                error,
+                elapsed_s,
+                _json(resource),
+                time.time(),
+                resource_id,
+                where.instance,
+            ),
+        )
+
+    # -- reads ---------------------------------------------------------------------------------------
+
+    def lookup(self, key: str, where: Where) -> Entry | None:
+        """The row of ``key`` on this service: this instance's first, else the newest."""
+        found = self.entries([key], where)
+        return found.get(key)
+
+    def entries(self, keys: Iterable[str], where: Where) -> dict[str, Entry]:
+        """Rows of ``keys`` on this service, by key (this instance's row preferred, else the newest)."""
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, Entry] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._run(
+                f"SELECT {_COLUMNS} FROM starts WHERE service=? AND key IN ({marks}) "
+                "ORDER BY instance=? , started_at",
+                (where.service, *chunk, where.instance),
+            )
+            for row in rows:  # later rows win: this instance's last, then the newest
+                found[row[0]] = Entry.from_row(row)
+        return found
+
+    def latest(self, ask: str, where: Where) -> Entry | None:
+        """The newest variation of a single start's ask on this service."""
+        rows = self._run(
+            f"SELECT {_COLUMNS} FROM starts WHERE service=? AND ask=? "
+            "ORDER BY variation DESC, started_at DESC LIMIT 1",
+            (where.service, ask),
+        )
+        return Entry.from_row(rows[0]) if rows else None
+
+    def usage(self, since: float, service: str) -> list[dict[str, Any]]:
+        """Runs and credits since ``since`` (Unix time) on ``service`` by model and path, without failures.
+
+        Starts sent but never answered are counted apart, as possibly charged.
+        """
+        rows = self._run(
+            "SELECT model_id, kind, via, status, COUNT(*), SUM(credits), MIN(credits_known) FROM starts "
+            "WHERE service=? AND started_at>=? AND status!=? "
+            "GROUP BY model_id, kind, via, status=? ORDER BY SUM(credits) DESC",
+            (service, since, states.FAILED, STARTING),
+        )
+        return [
+            {
+                "model": model or kind,
+                "kind": kind,
+                "via": via,
+                "runs": runs,
+                "credits": int(credits or 0),
+                "possibly": status == STARTING,
+                "credits_known": bool(known),
+            }
+            for model, kind, via, status, runs, credits, known in rows
+        ]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _import_sweep_rows(db: sqlite3.Connection) -> None:
+    """Bring the rows of an older sweep ledger (table ``rows``) into ``starts`` once, losing no paid work."""
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "rows" not in tables:
+        return
+    old = db.execute(
+        "SELECT key, base_url, model_id, input, generation_id, status, credits, urls, error, elapsed_s, "
+        "started_at, updated_at FROM rows"
+    ).fetchall()
+    for (
+        key,
+        base_url,
+        model_id,
+        input,
+        gen_id,
+        status,
+        credits,
+        urls,
+        error,
+        elapsed,
+        started,
+        updated,
+    ) in old:
+        instance = normalize_url(base_url)
+        db.execute(
+            f"INSERT OR IGNORE INTO starts ({_COLUMNS}) VALUES "
+            "(?, ?, ?, '', ?, 'sweep', ?, NULL, 1, ?, ?, ?, ?, 1, ?, ?, ?, NULL, ?, ?)",
+            (
+                key,
+                instance,
+                instance,
+                GENERATION,
+                model_id,
+                input,
+                gen_id,
+                status,
+                credits,
+                urls,
+                error,
+                elapsed,
+                started,
+                updated,
+            ),
+        )
+    db.execute("ALTER TABLE rows RENAME TO rows_imported")
+
+
+_opened: dict[Path, Ledger] = {}
+_opened_lock = threading.Lock()
+
+
+def shared(path: str | Path | None = None) -> Ledger:
+    """The process's ledger at ``path`` (default: :func:`default_path`), opened once per file."""
+    wanted = Path(path).expanduser() if path is not None else default_path()
+    with _opened_lock:
+        if wanted not in _opened:
+            _opened[wanted] = Ledger(wanted)
+        return _opened[wanted]
+
+
+def as_ledger(ledger: "Ledger | str | Path | None") -> Ledger:
+    """A Ledger from a Ledger, a path, or None (the process's default)."""
+    return ledger if isinstance(ledger, Ledger) else shared(ledger)

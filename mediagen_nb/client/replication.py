@@ -1,0 +1,254 @@
+"""The replication API: analyze a short video, build its blueprint, render and read a replica."""
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from mediagen_nb.client import errors
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid
+from mediagen_nb.client.resources import Analysis, BlueprintBuild, ReplicationRun, wire_of
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import replication as rules
+from mediagen_nb.protocol import schema, states
+
+
+def run_body(
+    *,
+    model_id: str | None = None,
+    quality: str | None = None,
+    accuracy: str | None = None,
+    clips: list[int] | None = None,
+    character_image: str | None = None,
+    captions: bool | None = None,
+    audio: str | Mapping[str, Any] | None = None,
+    marketing_aspect: str | None = None,
+) -> dict[str, Any]:
+    """The replicate body of these options (omitted ones take the service's defaults), checked.
+
+    ``audio`` is ``"chunks"``, ``"original"``, an https URL (an uploaded track) or the spec's object.
+    Raises ValidationError (nothing sent) for what the service would refuse, so a typo costs nothing.
+    """
+    if isinstance(audio, str):
+        audio = {"mode": audio} if audio in ("chunks", "original") else {"mode": "upload", "url": audio}
+    body = {
+        name: value
+        for name, value in {
+            "modelId": model_id,
+            "quality": quality,
+            "accuracy": accuracy,
+            "clips": list(clips) if isinstance(clips, (list, tuple)) else clips,
+            "characterImage": character_image,
+            "captions": captions,
+            "audio": dict(audio) if isinstance(audio, Mapping) else audio,
+            "marketingAspect": marketing_aspect,
+        }.items()
+        if value is not None
+    }
+    try:
+        rules.check_run_body(body)
+    except schema.InputError as exc:
+        raise errors.ValidationError(exc.message, field=exc.field, sent=False) from None
+    return body
+
+
+class Replication(Core):
+    """Operations of the replication API."""
+
+    def analyze(
+        self,
+        url: str,
+        *,
+        idempotency_key: str | None = None,
+        reuse: bool = False,
+        fresh: bool = False,
+        ledger: "ledgers.Ledger | str | None" = None,
+    ) -> Op[Analysis]:
+        """Start reading a short video into a blueprint (flat 5 credits).
+
+        ``reuse=True`` returns an earlier analysis of the same link instead (no charge).
+        """
+        if not isinstance(url, str) or not url.strip():
+            raise errors.ValidationError("url must be a link to a short video", field="url", sent=False)
+        asked = {"url": url}
+        book = yield from self.book(ledger)
+        found = yield from self.keyed(
+            ledgers.ANALYSIS, None, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
+        )
+        if found.entry is not None and found.entry.resource_id is not None:
+            earlier = yield from self._earlier(self.analysis, found.entry, book)
+            if earlier is not None:
+                return replace(earlier, reused=True)
+        price = spec_limits.ANALYSIS_CREDITS
+        start = Paid(
+            ledgers.ANALYSIS,
+            f"the analysis of {url}",
+            found.key,
+            None,
+            asked,
+            price,
+            found.ask,
+            found.variation,
+        )
+        call = Call("POST", "analyze", START, body=asked, idempotency_key=found.key)
+        data, hold = yield from self.paid(start, call, book)
+        analysis = Analysis.from_api({"sourceUrl": url, **data})
+        charged = analysis.credits_spent if analysis.credits_spent is not None else price
+        yield from self.answered(start, hold, book, analysis.id, analysis.status, charged, resource=data)
+        return analysis
+
+    def analysis_of(self, url: str, *, ledger: "ledgers.Ledger | str | None" = None) -> Op[Analysis | None]:
+        """The analysis an earlier start made of this link, read again (no charge); None if there is none."""
+        book = yield from self.book(ledger)
+        found = yield from self.keyed(
+            ledgers.ANALYSIS, None, {"url": url}, book, given=None, reuse=True, fresh=False
+        )
+        if found.entry is None or found.entry.resource_id is None:
+            return None
+        earlier = yield from self._earlier(self.analysis, found.entry, book)
+        return replace(earlier, reused=True) if earlier is not None else None
+
+    def _earlier(self, read: Callable[[str], Op[Any]], entry: ledgers.Entry, book: ledgers.Ledger) -> Op[Any]:
+        """The resource of an earlier start, read by id; None when this account does not know it."""
+        try:
+            current = yield from read(str(entry.resource_id))
+        except (errors.NotFoundError, errors.BadRequestError):
+            return None
+        if current.status == states.FAILED:
+            return None
+        yield from self.adopt(entry, book)
+        return current
+
+    def analysis(self, analysis_id: str) -> Op[Analysis]:
+        """Read an analysis and its blueprint."""
+        data = yield from self.send(Call("GET", "analysis", params={"id": str(analysis_id)}))
+        analysis = Analysis.from_api(data)
+        charged = 0 if analysis.status == states.FAILED else None
+        yield from self.observed(analysis.id, analysis.status, credits=charged, error=analysis.error)
+        return analysis
+
+    def build_blueprint(self, analysis_id: str) -> Op[BlueprintBuild]:
+        """Ask for clip prompts when only the shot list exists."""
+        data = yield from self.send(Call("POST", "blueprint", params={"id": str(analysis_id)}))
+        return BlueprintBuild.from_api(data)
+
+    def wait_analysis(
+        self,
+        analysis: Analysis | str,
+        *,
+        build_blueprint: bool = True,
+        poll: float = POLL_SECONDS,
+        timeout: float | None = None,
+        on_update: Callable[[Analysis], None] | None = None,
+    ) -> Op[Analysis]:
+        """Poll until the analysis is ready with clip prompts (building them if needed) or failed."""
+        analysis_id = analysis.id if isinstance(analysis, Analysis) else str(analysis)
+        reused = isinstance(analysis, Analysis) and analysis.reused
+        asked = False
+
+        def read() -> Op[Analysis]:
+            nonlocal asked
+            current = replace((yield from self.analysis(analysis_id)), reused=reused)
+            waiting_prompts = current.blueprint is not None and not current.blueprint.has_prompts
+            if current.status == states.READY and build_blueprint and waiting_prompts and not asked:
+                yield from self.build_blueprint(analysis_id)
+                asked = True
+            return current
+
+        def finished(current: Analysis) -> bool:
+            waiting_prompts = current.blueprint is not None and not current.blueprint.has_prompts
+            return current.status == states.FAILED or (
+                current.status == states.READY and not (build_blueprint and waiting_prompts)
+            )
+
+        return (yield from self.poll(read, finished, poll, timeout, on_update, f"analysis {analysis_id}"))
+
+    def replication_price(self, analysis: Analysis, body: Mapping[str, Any]) -> Op[int | None]:
+        """At most what a render costs: its clips times the model's listed price (packing costs less)."""
+        models = {m.id: m for m in (yield from self.models())}
+        model = models.get(str(body.get("modelId", rules.DEFAULTS["modelId"])))
+        clips = body.get("clips")
+        count = len(set(clips)) if isinstance(clips, list) else analysis.clip_count
+        if model is None or model.credits is None or count is None:
+            return None
+        return count * model.credits
+
+    def replicate(
+        self,
+        analysis_id: str,
+        *,
+        model_id: str | None = None,
+        quality: str | None = None,
+        accuracy: str | None = None,
+        clips: list[int] | None = None,
+        character_image: str | None = None,
+        captions: bool | None = None,
+        audio: str | Mapping[str, Any] | None = None,
+        marketing_aspect: str | None = None,
+        webhook: str | None = None,
+        idempotency_key: str | None = None,
+        reuse: bool = False,
+        fresh: bool = False,
+        ledger: "ledgers.Ledger | str | None" = None,
+    ) -> Op[ReplicationRun]:
+        """Render a replica of a ready analysis (charged per clip as it renders; failed clips refunded)."""
+        body = run_body(
+            model_id=model_id,
+            quality=quality,
+            accuracy=accuracy,
+            clips=clips,
+            character_image=character_image,
+            captions=captions,
+            audio=audio,
+            marketing_aspect=marketing_aspect,
+        )
+        asked = {"analysisId": str(analysis_id), **body}
+        book = yield from self.book(ledger)
+        model = str(body.get("modelId", rules.DEFAULTS["modelId"]))
+        found = yield from self.keyed(
+            ledgers.REPLICATION, model, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
+        )
+        if found.entry is not None and found.entry.resource_id is not None:
+            earlier = yield from self._earlier(self.replication_run, found.entry, book)
+            if earlier is not None:
+                return replace(earlier, reused=True)
+        price = yield from self.replication_price((yield from self.analysis(str(analysis_id))), body)
+        what = f"the replica of analysis {analysis_id} ({model})"
+        start = Paid(ledgers.REPLICATION, what, found.key, model, asked, price, found.ask, found.variation)
+        sent = {**body, "webhook": webhook} if webhook is not None else body
+        call = Call(
+            "POST", "replicate", START, params={"id": str(analysis_id)}, body=sent, idempotency_key=found.key
+        )
+        data, hold = yield from self.paid(start, call, book)
+        run = ReplicationRun.from_api(
+            {"analysisId": str(analysis_id), "status": states.GENERATING, "quality": quality, **data}
+        )
+        yield from self.answered(
+            start, hold, book, run.id, run.status, price or 0, credits_known=False, resource=wire_of(run)
+        )
+        return run
+
+    def replication_run(self, run_id: str) -> Op[ReplicationRun]:
+        """Read a replication run."""
+        data = yield from self.send(Call("GET", "replication_run", params={"id": str(run_id)}))
+        run = ReplicationRun.from_api(data)
+        # The run resource has no credits field: the ledger keeps the start's estimate (credits_known off).
+        yield from self.observed(run.id, run.status, credits=None, error=run.error, resource=data)
+        return run
+
+    def wait_replication(
+        self,
+        run: ReplicationRun | str,
+        *,
+        poll: float = POLL_SECONDS,
+        timeout: float | None = None,
+        on_update: Callable[[ReplicationRun], None] | None = None,
+    ) -> Op[ReplicationRun]:
+        """Poll until the run is done or failed."""
+        run_id = run.id if isinstance(run, ReplicationRun) else str(run)
+        reused = isinstance(run, ReplicationRun) and run.reused
+
+        def read() -> Op[ReplicationRun]:
+            return replace((yield from self.replication_run(run_id)), reused=reused)
+
+        return (yield from self.poll(read, lambda r: r.done, poll, timeout, on_update, f"run {run_id}"))

@@ -1,0 +1,212 @@
+"""The topic-to-video API: start a job, read it, re-cut it, and price it from the catalog where possible.
+
+The spec says a job "is charged as the generations it runs" (script, presenter image, voice,
+lip-sync, captions, b-roll, music) and publishes no price for the job itself, so
+:meth:`Videos.video_estimate` prices what the catalog shows (the presenter image, the voice and
+the lip-sync, at the listed prices of the spec's three-step chain) and names what it cannot know.
+"""
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from mediagen_nb.client import errors
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid
+from mediagen_nb.client.resources import ShortVideoJob, VideoOptions
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import messages, states, wire
+
+# The spec's typical chain (what the job runs, step by step), priced from the catalog.
+CHAIN = (("presenter image", "gpt-image-2"), ("voice", "zonos2"), ("lip-sync", "infinitetalk-fast"))
+UNKNOWN_PARTS = (
+    "the script",
+    "how long the speech runs (the target length only steers it)",
+    "captions, b-roll and stills of the edit",
+    "the music bed",
+)
+
+
+@dataclass(frozen=True)
+class VideoEstimate:
+    """What the catalog says a topic-to-video job costs at least, and what it cannot say."""
+
+    parts: tuple[tuple[str, str, int], ...]  # (step, model, listed credits)
+    unknown: tuple[str, ...]
+    seconds: float
+
+    @property
+    def at_least(self) -> int:
+        return sum(credits for _, _, credits in self.parts)
+
+    def __str__(self) -> str:
+        known = ", ".join(f"{step} {credits} ({model}, listed)" for step, model, credits in self.parts)
+        return (
+            f"topic-to-video, {self.seconds:g} s: at least {self.at_least} credits from the catalog "
+            f"({known or 'no step is in the catalog'}); not knowable before it runs: "
+            f"{', '.join(self.unknown)}. A job that fails is refunded in full"
+        )
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return f"<div>{escape(str(self))}</div>"
+
+
+class Videos(Core):
+    """Operations of the topic-to-video API."""
+
+    def video_estimate(self, seconds: float | None = None) -> Op[VideoEstimate]:
+        """The least a job costs by the catalog's listed prices (lip-sync is billed by speech length)."""
+        length = float(seconds if seconds is not None else spec_limits.SHORT_VIDEO_SECONDS_DEFAULT)
+        models = {m.id: m for m in (yield from self.models())}
+        parts = tuple(
+            (step, model_id, models[model_id].credits or 0) for step, model_id in CHAIN if model_id in models
+        )
+        return VideoEstimate(parts, UNKNOWN_PARTS, length)
+
+    def make_video(
+        self,
+        topic: str | None = None,
+        *,
+        seconds: float | None = None,
+        gender: str | None = None,
+        look: str | None = None,
+        voice: str | None = None,
+        flow: str | None = None,
+        captions: bool | None = None,
+        music: bool | None = None,
+        webhook: str | None = None,
+        idempotency_key: str | None = None,
+        reuse: bool = False,
+        fresh: bool = False,
+        ledger: "ledgers.Ledger | str | None" = None,
+    ) -> Op[ShortVideoJob]:
+        """Start a topic-to-video job; the idempotency key goes in the body, as the spec says."""
+        if seconds is not None and (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not spec_limits.SHORT_VIDEO_SECONDS_MIN <= seconds <= spec_limits.SHORT_VIDEO_SECONDS_MAX
+        ):
+            raise errors.ValidationError(
+                messages.out_of_range(
+                    "seconds", spec_limits.SHORT_VIDEO_SECONDS_MIN, spec_limits.SHORT_VIDEO_SECONDS_MAX
+                ),
+                field="seconds",
+                sent=False,
+            )
+        asked = {
+            name: value
+            for name, value in {
+                wire.JOB_TOPIC: topic,
+                wire.JOB_SECONDS: seconds,
+                wire.JOB_GENDER: gender,
+                wire.JOB_LOOK: look,
+                wire.JOB_VOICE: voice,
+                wire.JOB_FLOW: flow,
+                wire.JOB_CAPTIONS: captions,
+                wire.JOB_MUSIC: music,
+            }.items()
+            if value is not None
+        }
+        book = yield from self.book(ledger)
+        found = yield from self.keyed(
+            ledgers.JOB, None, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
+        )
+        if found.entry is not None and found.entry.resource_id is not None:
+            earlier = yield from self._earlier_job(found.entry, book)
+            if earlier is not None:
+                return earlier
+        price = (yield from self.video_estimate(seconds)).at_least
+        start = Paid(
+            ledgers.JOB, "the topic-to-video job", found.key, None, asked, price, found.ask, found.variation
+        )
+        body = {**asked, wire.JOB_IDEMPOTENCY: found.key}
+        if webhook is not None:
+            body[wire.JOB_WEBHOOK] = webhook
+        data, hold = yield from self.paid(start, Call("POST", "job_start", START, body=body), book)
+        job = ShortVideoJob.from_api({"status": states.SCRIPTING, "topic": topic, **data})
+        yield from self.answered(
+            start,
+            hold,
+            book,
+            job.id,
+            job.status or states.SCRIPTING,
+            job.credits_used or price,
+            credits_known=False,
+        )
+        return job
+
+    def _earlier_job(self, entry: ledgers.Entry, book: ledgers.Ledger) -> Op[ShortVideoJob | None]:
+        try:
+            current = yield from self.job(str(entry.resource_id))
+        except (errors.NotFoundError, errors.BadRequestError):
+            return None
+        if current.status == states.FAILED:
+            return None
+        yield from self.adopt(entry, book)
+        return replace(current, reused=True)
+
+    def job(self, job_id: str) -> Op[ShortVideoJob]:
+        """Read a topic-to-video job."""
+        data = yield from self.send(Call("GET", "job", params={"id": str(job_id)}))
+        job = ShortVideoJob.from_api(data)
+        charged = 0 if job.status == states.FAILED else job.credits_used
+        yield from self.observed(
+            job.id,
+            job.status or "",
+            credits=charged,
+            urls=(job.video_url,) if job.video_url else (),
+            error=job.error,
+            resource=data,
+        )
+        return job
+
+    def video_options(self) -> Op[VideoOptions]:
+        """Voices by gender, looks, edit styles and length bounds."""
+        return VideoOptions.from_api((yield from self.send(Call("GET", "job_options"))))
+
+    def reedit(
+        self, job_id: str, *, flow: str | None = None, captions: bool | None = None, music: bool | None = None
+    ) -> Op[ShortVideoJob]:
+        """Re-cut a finished video with another edit style; returns the new job.
+
+        The spec gives re-edits no idempotency key, so after an ambiguous failure it is never resent.
+        """
+        body = {
+            k: v for k, v in {"flow": flow, "captions": captions, "music": music}.items() if v is not None
+        }
+        book = yield from self.book()
+        start = Paid(
+            ledgers.JOB, f"the re-edit of job {job_id}", f"reedit-{uuid.uuid4().hex}", None, body, None
+        )
+        call = Call("POST", "reedit", START, params={"id": str(job_id)}, body=body, replayable=False)
+        data, hold = yield from self.paid(start, call, book)
+        job = ShortVideoJob.from_api({"status": states.SCRIPTING, **data})
+        yield from self.answered(
+            start,
+            hold,
+            book,
+            job.id,
+            job.status or states.SCRIPTING,
+            job.credits_used or 0,
+            credits_known=False,
+        )
+        return job
+
+    def wait_job(
+        self,
+        job: ShortVideoJob | str,
+        *,
+        poll: float = POLL_SECONDS,
+        timeout: float | None = None,
+        on_update: Callable[[ShortVideoJob], None] | None = None,
+    ) -> Op[ShortVideoJob]:
+        """Poll until the job is done or failed."""
+        job_id = job.id if isinstance(job, ShortVideoJob) else str(job)
+        reused = isinstance(job, ShortVideoJob) and job.reused
+
+        def read() -> Op[ShortVideoJob]:
+            return replace((yield from self.job(job_id)), reused=reused)
+
+        return (yield from self.poll(read, lambda j: j.done, poll, timeout, on_update, f"job {job_id}"))
