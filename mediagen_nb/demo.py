@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from mediagen_nb.client import Client, Generation
+from mediagen_nb.client import Client, Generation, current
 from mediagen_nb.protocol.paths import path
 
 FACE_PROMPT = "Studio portrait of a friendly science presenter looking into the camera, soft light"
@@ -82,17 +82,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resolution", default="480p", choices=["480p", "720p"], help="lip-sync resolution")
     parser.add_argument("--out", type=Path, default=Path("mediagen-demo"), help="folder for the results")
     args = parser.parse_args(argv)
-    with Client() as client:
-        sweep(args.out)
-        print("== the three-step chain: face -> voice -> lip-sync")
-        voice = args.voice
-        if voice is None:
-            if not client.settings.sandbox:
-                parser.error("--voice is required on the service: a public https .mp3 or .wav voice sample")
-            voice = client.base_url + path("sandbox_samples", name="voice.wav")
-        generations = three_step_chain(client, voice, resolution=args.resolution)
-        total = sum(g.credits_spent for g in generations)
-        print(f"total: {total} credits")
-        for saved in download(generations, args.out):
-            print(f"saved {saved}")
+    client = current()  # the one connection: the sweep below runs on it too
+    sweep(args.out)
+    print("== the three-step chain: face -> voice -> lip-sync")
+    voice = args.voice
+    if voice is None:
+        if not client.settings.sandbox:
+            parser.error("--voice is required on the service: a public https .mp3 or .wav voice sample")
+        voice = client.base_url + path("sandbox_samples", name="voice.wav")
+    generations = three_step_chain(client, voice, resolution=args.resolution)
+    total = sum(g.credits_spent for g in generations)
+    print(f"total: {total} credits")
+    for saved in download(generations, args.out):
+        print(f"saved {saved}")
     return 0

@@ -14,7 +14,7 @@ _LAZY = {
     "run": "runner",
     "submit": "runner",
     "Gallery": "gallery",
-    "Ledger": "ledger",
+    "usage": "usage",
     "MappingError": "plan",
     "Template": "template",
     "template": "template",

@@ -92,7 +92,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--run-name", default="", help="a new name starts new generations; the same name resumes")
     p.add_argument("--fresh", action="store_true", help="new generations even for rows that ran before")
-    p.add_argument("--ledger", type=Path, help="the sweep ledger (default .mediagen/ledger.sqlite)")
+    p.add_argument("--ledger", type=Path, help="the ledger file (default: the user's, or MEDIAGEN_LEDGER)")
     return p
 
 

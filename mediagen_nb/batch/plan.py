@@ -5,7 +5,6 @@ whole call; a bad row (a missing value, NaN, an enum mismatch) is that row's err
 """
 
 import difflib
-import hashlib
 import json
 import math
 from collections import Counter
@@ -14,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mediagen_nb.batch.template import Template
-from mediagen_nb.client import Model, ValidationError
+from mediagen_nb.client import Model, ValidationError, idempotency
+from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.protocol.schema import is_missing
 
 Columns = Mapping[str, str] | Sequence[str] | None
@@ -103,14 +103,6 @@ def plain(value: Any) -> Any:
     return value
 
 
-def idempotency_key(
-    scope: str, model_id: str, values: Mapping[str, Any], run_name: str, occurrence: int
-) -> str:
-    """A key that is the same for the same row on every re-run (so a restart never charges twice)."""
-    canon = json.dumps([scope, model_id, values, run_name, occurrence], sort_keys=True, default=str)
-    return "mgnb-" + hashlib.sha256(canon.encode()).hexdigest()[:40]
-
-
 def plan_rows(
     records: Sequence[Mapping[str, Any]],
     model: Model,
@@ -118,10 +110,14 @@ def plan_rows(
     constants: Mapping[str, Any],
     check: Callable[[Model, Mapping[str, Any]], dict[str, Any]],
     *,
-    scope: str,
     run_name: str,
 ) -> list[Row]:
-    """One Row per record, checked with ``check`` (the client's schema validation)."""
+    """One Row per record, checked with ``check`` (the client's schema validation).
+
+    Each row's Idempotency-Key comes from what it asks, the run name and its occurrence among
+    identical rows (:mod:`mediagen_nb.client.idempotency`): the same on every re-run, from any key
+    of the account, so a restart never charges twice.
+    """
     rows, seen = [], Counter[str]()
     for position, record in enumerate(records):
         values: dict[str, Any] = {}
@@ -148,6 +144,13 @@ def plan_rows(
             continue
         identity = json.dumps(checked, sort_keys=True, default=str)
         seen[identity] += 1
-        key = idempotency_key(scope, model.id, checked, run_name, seen[identity])
+        key = idempotency.derive(
+            ledgers.GENERATION,
+            idempotency.SWEEP,
+            model.id,
+            checked,
+            run_name=run_name,
+            occurrence=seen[identity],
+        )
         rows.append(Row(position, checked, None, key))
     return rows

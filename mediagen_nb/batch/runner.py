@@ -19,30 +19,24 @@ import pandas as pd
 
 from mediagen_nb.batch import loop
 from mediagen_nb.batch.estimates import Price, price_rows
-from mediagen_nb.batch.ledger import Ledger
 from mediagen_nb.batch.plan import Columns, Row, _did_you_mean, plan_rows, resolve_columns
 from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
-from mediagen_nb.client import AsyncClient, BaseClient, Model
+from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, BudgetStatus, Ledger, Model, budget
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.connection import async_current
 from mediagen_nb.client.errors import ValidationError
 from mediagen_nb.protocol import messages
 
 RESULT_COLUMNS = ("generation_id", "status", "output_url", "output_urls", "credits", "error", "elapsed_s")
 
-_default: AsyncClient | None = None
-_default_lock = threading.Lock()
-
 
 def async_client(client: BaseClient | None) -> AsyncClient:
-    """The AsyncClient a batch runs with: the one given, one like the sync client given, or the default."""
-    global _default
+    """The AsyncClient of a batch: the one given, one like the sync client given, or the current one."""
     if isinstance(client, AsyncClient):
         return client
     if client is not None:
         return AsyncClient.like(client)
-    with _default_lock:
-        if _default is None:
-            _default = AsyncClient()
-        return _default
+    return async_current()
 
 
 def _call(coroutine: Any) -> Any:
@@ -66,10 +60,7 @@ def prepare(
     model = models[model_id]
     by_field = resolve_columns(model, list(df.columns), columns, constants)
     records = df.to_dict("records")
-    scope = f"{client.base_url}|{client.settings.account}"
-    return model, plan_rows(
-        records, model, by_field, constants, client.check_input, scope=scope, run_name=run_name
-    )
+    return model, plan_rows(records, model, by_field, constants, client.check_input, run_name=run_name)
 
 
 class EstimateSummary:
@@ -83,8 +74,10 @@ class EstimateSummary:
         requests: int,
         budget: int | None,
         key_cap: int | None,
+        service: str = "",
     ) -> None:
         self.model_id = model.id
+        self.service = service
         self.requests = requests
         frame = frame.assign(price_class=classes)
         priced = frame[frame["credits"].notna()]
@@ -115,8 +108,9 @@ class EstimateSummary:
         return lines
 
     def __str__(self) -> str:
+        where = f" on {self.service}" if self.service else ""
         head = (
-            f"{self.model_id}: {self.total} credits for {self.rows - self.invalid} rows "
+            f"{self.model_id}{where}: {self.total} credits for {self.rows - self.invalid} rows "
             f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
         )
         classes = [f"  {r.rows} x {r.credits} credits  ({r.price_class})" for r in self.by_class.itertuples()]
@@ -133,7 +127,8 @@ class EstimateSummary:
             f"<div>{escape(line)}</div>" for line in [self._largest_line(), *self._limit_lines()]
         )
         return (
-            f"<div><b>{escape(self.model_id)}</b>: <b>{self.total}</b> credits "
+            f"<div><b>{escape(self.model_id)}</b>{escape(f' on {self.service}' if self.service else '')}: "
+            f"<b>{self.total}</b> credits "
             f"for {self.rows - self.invalid} rows "
             f"({self.invalid} invalid, never sent), {self.requests} estimate requests</div>"
             f"<table><tr><th>rows</th><th>credits each</th><th>price class</th></tr>{classes}</table>{limits}"
@@ -172,7 +167,7 @@ def estimate(
     out["billing"] = [prices[r.position].billing if r.position in prices else None for r in rows]
     out["error"] = [r.error or (prices[r.position].error if r.position in prices else None) for r in rows]
     classes = [price_class(model, r) for r in rows]
-    summary = EstimateSummary(model, out, classes, requests, budget, key_cap)
+    summary = EstimateSummary(model, out, classes, requests, budget, key_cap, aclient.settings.service_name)
     out.attrs["mediagen_estimate"] = summary
     if show:
         _show(summary)
@@ -202,63 +197,122 @@ class SweepHandle:
 
     @property
     def progress(self) -> dict[str, int]:
-        """Rows total, done, failed, running, reused from the ledger, and credits spent so far."""
-        snapshot = asdict(self._sweep.progress)
+        """Rows total, done, failed, running, reused from earlier runs, and credits (spent now, reused)."""
+        p = self._sweep.progress
+        snapshot = asdict(p)
         snapshot.pop("listeners", None)
+        snapshot["credits"] = p.credits
         return snapshot
 
     def done(self) -> bool:
         return self._future.done()
 
     def cancel(self, reason: str = "cancelled") -> None:
-        """Stop starting rows; what finished is kept, in-flight rows stay in the ledger for a re-run."""
+        """Stop starting rows; starts already sent are answered and recorded, finished rows are kept."""
         loop.background_loop().call_soon_threadsafe(self._sweep.cancel, f"not started: {reason}")
 
     def result(self, timeout: float | None = None) -> pd.DataFrame:
-        """The result frame; waits for the sweep (Ctrl-C while waiting cancels it, keeping what finished)."""
+        """The result frame; waits for the sweep (Ctrl-C while waiting cancels it, keeping what finished).
+
+        After a Ctrl-C it returns once the starts already sent have their answer, so the frame shows
+        every charge and nothing is charged after it returns.
+        """
         if self._frame is None:
             try:
                 outcomes = self._future.result(timeout)
             except KeyboardInterrupt:
                 self.cancel("interrupted (Ctrl-C)")
-                outcomes = self._future.result(60)
+                outcomes = self._future.result()
                 print(
-                    "mediagen_nb: interrupted; finished rows are kept and the ledger is up to date: "
-                    "run the same cell again to resume without paying twice",
-                    file=sys.stderr,
+                    "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
+                    "the ledger is up to date: run the same cell again to resume without paying twice"
                 )
             except FutureTimeout:
                 raise TimeoutError(f"the sweep is still running: {self.progress}") from None
             if self._bar is not None:
                 self._bar.close()
             self._frame = self._finish(outcomes)
+            print(summary_line(self._sweep.progress))
         return self._frame
 
     def __repr__(self) -> str:
         p = self._sweep.progress
         state = "finished" if self.done() else "running"
-        return f"<SweepHandle {state}: {p.done}/{p.total} done, {p.failed} failed, {p.credits} credits>"
+        return (
+            f"<SweepHandle {state}: {p.done}/{p.total} done, {p.failed} failed, "
+            f"{p.spent} credits spent now, {p.reused} rows reused>"
+        )
 
     def _repr_html_(self) -> str:
         return escape(repr(self))
 
 
-def _progress_bar(progress: Progress, total: int, enabled: bool) -> Any:
+def summary_line(p: Progress) -> str:
+    """One line of what a sweep did with money: spent now, reused, possibly charged."""
+    parts = [f"{p.done} succeeded", f"{p.failed} failed or invalid"]
+    if p.running:
+        parts.append(f"{p.running} still running")
+    money = f"{p.spent} credits spent now"
+    if p.reused:
+        money += f", {p.reused} rows reused at no charge ({p.reused_credits} credits earlier)"
+    if p.uncertain:
+        money += (
+            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits; "
+            "a re-run resumes them at no cost)"
+        )
+    return f"mediagen_nb: {p.total} rows: {', '.join(parts)}; {money}"
+
+
+def _progress_bar(progress: Progress, total: int, enabled: bool, where: str) -> Any:
     if not enabled or total == 0:
         return None
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=total, desc="mediagen", unit="row")
+    bar = tqdm(total=total, desc=f"mediagen · {where}", unit="row")
     lock = threading.Lock()
 
     def update(p: Progress) -> None:
         with lock:
             bar.n = p.done + p.failed
-            bar.set_postfix(done=p.done, failed=p.failed, running=p.running, credits=p.credits, refresh=False)
+            bar.set_postfix(
+                done=p.done, failed=p.failed, running=p.running, spent=p.spent, reused=p.reused, refresh=False
+            )
             bar.refresh()
 
     progress.listeners.append(update)
     return bar
+
+
+def _prices_within(prices: dict[int, Price], name: str, limit: int, fix: str) -> None:
+    """Refuse, before anything is sent, a sweep whose rows cannot be priced or cost more than ``limit``."""
+    unpriced = [p.error for p in prices.values() if p.credits is None]
+    if unpriced:  # an unknown price would start unchecked: refuse rather than overspend
+        raise ValidationError(
+            f"{name}: {len(unpriced)} rows could not be priced, so the limit cannot be checked; nothing was "
+            f"started ({unpriced[0]})",
+            field=name,
+            sent=False,
+        )
+    total = sum(p.credits or 0 for p in prices.values())
+    if total > limit:
+        raise ValidationError(
+            f"{name}: the estimate is {total} credits for {len(prices)} rows, over {name}={limit}; {fix}",
+            field=name,
+            sent=False,
+        )
+
+
+def _within_budget(prices: dict[int, Price], session: BudgetStatus) -> None:
+    """Refuse, before anything is sent, a sweep that would pass what is left of the session budget."""
+    total = sum(p.credits or 0 for p in prices.values())
+    unpriced = sum(1 for p in prices.values() if p.credits is None)
+    if session.left is not None and (total > session.left or unpriced):
+        cost = f"{total} credits" + (f" and {unpriced} rows that could not be priced" if unpriced else "")
+        raise BudgetExceeded(
+            f"budget: this sweep would cost {cost}, but {session.spent} of the session budget of "
+            f"{session.limit} credits are spent ({session.left} left); nothing was sent. Raise it with "
+            "mediagen_nb.budget(N) or %mediagen budget N, or run fewer rows"
+        )
 
 
 def submit(
@@ -280,36 +334,26 @@ def submit(
     if fresh:
         run_name = f"{run_name}|fresh-{time.time_ns()}"
     model, rows = prepare(df, model_id, columns, constants, aclient, run_name=run_name)
+    session = budget()
     prices: dict[int, Price] = {}
-    if max_credits is not None:
+    if max_credits is not None or session.limit is not None:
         prices, _ = _call(price_rows(aclient, model, rows))
-        unpriced = [p.error for p in prices.values() if p.credits is None]
-        if unpriced:  # an unknown price would start unchecked: refuse rather than overspend
-            raise ValidationError(
-                f"max_credits: {len(unpriced)} rows could not be priced, so the budget cannot be "
-                f"checked; nothing was started ({unpriced[0]})",
-                field="max_credits",
-                sent=False,
-            )
-        total = sum(p.credits or 0 for p in prices.values())
-        if total > max_credits:
-            raise ValidationError(
-                f"max_credits: the estimate is {total} credits for {len(prices)} rows, "
-                f"over max_credits={max_credits}; "
-                "raise it or run fewer rows (see df.mediagen.estimate)",
-                field="max_credits",
-                sent=False,
-            )
-    book = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+    if max_credits is not None:
+        _prices_within(
+            prices, "max_credits", max_credits, "raise it or run fewer rows (see df.mediagen.estimate)"
+        )
+    if session.limit is not None:
+        _within_budget(prices, session)
+    book = ledgers.as_ledger(ledger)  # opened here, in the caller's thread: a bad file fails before any start
     sweep = Sweep(
         aclient,
         model,
         rows,
         book,
-        prices={pos: p.credits or 0 for pos, p in prices.items()},
+        prices={pos: p.credits for pos, p in prices.items() if p.credits is not None},
         max_credits=max_credits,
     )
-    bar = _progress_bar(sweep.progress, len(rows), progress)
+    bar = _progress_bar(sweep.progress, len(rows), progress, aclient.settings.service_name)
 
     def finish(outcomes: dict[int, Outcome]) -> pd.DataFrame:
         out = df.copy()

@@ -4,8 +4,13 @@ Starts and reads go through the client's shared limiters (60 requests a minute p
 a minute per account), so our own load never causes a 429. Each running generation is held by one
 long-poll (``wait=55``) at a time; for a model that runs longer than a wait, its first read is
 delayed by the run time seen so far for that model, so a generation usually costs one start and
-one read. A row's failure is data; a start refused for money (credits, the key's cap, the budget)
-stops further starts, because every one of them would be refused too.
+one read.
+
+Money: every start is written to the ledger before it is sent (by the client). A row's failure is
+data and never stops the others; a start refused for money (credits, the key's cap, the budget)
+stops further starts, because every one of them would be refused too. ``cancel()`` stops starting
+but lets the starts already sent get their answer, so :meth:`Sweep.run` returns with no start in
+flight and every charge shown.
 """
 
 import asyncio
@@ -16,57 +21,105 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mediagen_nb.batch.ledger import Entry, Ledger
 from mediagen_nb.batch.plan import Row
 from mediagen_nb.client import (
     AsyncClient,
+    BadRequestError,
+    BudgetExceeded,
     Generation,
     InsufficientCreditsError,
     KeyCapReachedError,
+    LedgerError,
     MediagenError,
     Model,
+    NotFoundError,
+    StartUncertain,
 )
-from mediagen_nb.protocol import limits
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.resources import wire_of
+from mediagen_nb.protocol import limits, states
 
 STARTS_IN_FLIGHT = 8  # start requests awaiting their answer at once (hides latency; the limiter paces)
+UNCERTAIN = "uncertain"  # a row whose start got no answer: it may have been charged; a re-run resumes it
 
 
 @dataclass
 class Outcome:
-    """What became of one row."""
+    """What became of one row. ``credits`` is what the service charged for it (0 once refunded)."""
 
-    status: str  # succeeded | failed | invalid | skipped | processing | error
+    status: str  # succeeded | failed | processing | uncertain | invalid | skipped | error
     generation_id: str | None = None
     urls: tuple[str, ...] = ()
     credits: int = 0
     error: str | None = None
     elapsed_s: float | None = None
+    reused: bool = False  # finished or started by an earlier run: nothing charged by this one
+    possibly: int = 0  # an uncertain start: what it may have cost
 
     @classmethod
-    def of(cls, generation: Generation) -> "Outcome":
+    def of(cls, generation: Generation, *, reused: bool = False) -> "Outcome":
         """A read generation; a failed one cost nothing (its ``creditsSpent`` was refunded)."""
-        credits = 0 if generation.status == "failed" else generation.credits_spent
+        credits = 0 if generation.status == states.FAILED else generation.credits_spent
         return cls(
-            generation.status, generation.id, generation.urls, credits, generation.error, generation.elapsed_s
+            generation.status,
+            generation.id,
+            generation.urls,
+            credits,
+            generation.error,
+            generation.elapsed_s,
+            reused,
         )
 
     @classmethod
-    def from_entry(cls, entry: Entry) -> "Outcome":
-        credits = 0 if entry.status == "failed" else entry.credits
-        return cls(entry.status, entry.generation_id, entry.urls, credits, entry.error, entry.elapsed_s)
+    def from_entry(cls, entry: ledgers.Entry) -> "Outcome":
+        credits = 0 if entry.status == states.FAILED else entry.credits
+        return cls(
+            entry.status, entry.resource_id, entry.urls, credits, entry.error, entry.elapsed_s, reused=True
+        )
 
 
 @dataclass
 class Progress:
-    """Counts a progress bar or a handle shows."""
+    """Counts a progress bar or a handle shows, kept equal to the rows' outcomes.
+
+    ``spent`` is what this run's starts were charged; ``reused`` rows were finished or started by
+    an earlier run and cost this one nothing; ``possibly`` is what uncertain starts may have cost.
+    """
 
     total: int = 0
     done: int = 0
     failed: int = 0
     running: int = 0
-    credits: int = 0
+    spent: int = 0
     reused: int = 0
+    reused_credits: int = 0
+    uncertain: int = 0
+    possibly: int = 0
     listeners: list[Callable[["Progress"], None]] = field(default_factory=list, repr=False)
+
+    @property
+    def credits(self) -> int:
+        """Credits of every row shown: spent now plus reused."""
+        return self.spent + self.reused_credits
+
+    def count(self, outcome: Outcome | None, sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) one row's outcome."""
+        if outcome is None:
+            return
+        if outcome.status == states.SUCCEEDED:
+            self.done += sign
+        elif outcome.status == "processing":
+            self.running += sign
+        elif outcome.status in (states.FAILED, "invalid", "error", UNCERTAIN):
+            self.failed += sign
+        if outcome.status == UNCERTAIN:
+            self.uncertain += sign
+            self.possibly += sign * outcome.possibly
+        if outcome.reused:
+            self.reused += sign
+            self.reused_credits += sign * outcome.credits
+        else:
+            self.spent += sign * outcome.credits
 
     def changed(self) -> None:
         for listener in self.listeners:
@@ -81,7 +134,7 @@ class Sweep:
         client: AsyncClient,
         model: Model,
         rows: list[Row],
-        ledger: Ledger,
+        ledger: ledgers.Ledger,
         *,
         prices: dict[int, int] | None = None,
         max_credits: int | None = None,
@@ -97,94 +150,130 @@ class Sweep:
         self._stop_reason: str | None = None
         self._committed = 0  # credits charged or about to be, for max_credits
         self._runtimes: dict[str, list[float]] = defaultdict(list)
-        self._cancelled = asyncio.Event()
+        self._cancelled = False
+        self._watchers: list[asyncio.Task[None]] = []  # reads: cancelled by cancel()
+        self._restarts: list[asyncio.Task[None]] = []  # starts: never cancelled, always awaited
 
     def cancel(self, reason: str = "cancelled before it started") -> None:
-        """Stop starting rows; finished rows and the ledger stay. Call on the sweep's loop."""
+        """Stop starting rows; starts already sent get their answer. Call on the sweep's loop."""
         self._stop_reason = self._stop_reason or reason
-        self._cancelled.set()
+        self._cancelled = True
+        for task in self._watchers:
+            task.cancel()
 
     def _stop_starting(self, reason: str) -> None:
         """Start no more rows (money or the budget ran out); rows already started are still read."""
         self._stop_reason = self._stop_reason or reason
 
+    def _show(self, row: Row, outcome: Outcome) -> None:
+        """Set a row's outcome and keep the counts equal to the outcomes."""
+        self.progress.count(self.outcomes.get(row.position), -1)
+        self.outcomes[row.position] = outcome
+        self.progress.count(outcome, 1)
+        self.progress.changed()
+
     async def run(self) -> dict[int, Outcome]:
-        """Run every row; returns the outcome of each row by position."""
+        """Run every row; returns the outcome of each row by position, with no start in flight."""
         valid = [row for row in self.rows if row.input is not None]
         for row in self.rows:
             if row.input is None:
-                self._settle(row, Outcome("invalid", error=row.error))
-        known = self.ledger.entries(row.key for row in valid if row.key)
-        watchers: list[asyncio.Task[None]] = []
+                self._show(row, Outcome("invalid", error=row.error))
+        where = self.client.settings.where
+        keys = [row.key for row in valid if row.key]
+        known = await asyncio.to_thread(self.ledger.entries, keys, where)
         pending: list[Row] = []
         for row in valid:
             entry = known.get(row.key or "")
-            if entry is not None and entry.final:
-                self.progress.reused += 1
-                self._committed += entry.credits if entry.status == "succeeded" else 0
-                self._settle(row, Outcome.from_entry(entry))
-            elif entry is not None and entry.generation_id:
+            if entry is not None and entry.final and entry.trusted(where):
+                self._committed += 0 if entry.status == states.FAILED else entry.credits
+                self._show(row, Outcome.from_entry(entry))
+            elif entry is not None and entry.resource_id and entry.model_id == self.model.id:
                 self._committed += entry.credits
-                watchers.append(asyncio.create_task(self._watch(row, entry.generation_id, time.monotonic())))
+                self._show(row, Outcome("processing", entry.resource_id, credits=entry.credits, reused=True))
+                self._watch_soon(row, entry.resource_id, resumed=True)
             else:
                 pending.append(row)
-        starter = asyncio.create_task(self._start_all(pending, watchers))
-        cancelled = asyncio.create_task(self._cancelled.wait())
-        await asyncio.wait([starter, cancelled], return_when=asyncio.FIRST_COMPLETED)
-        if self._cancelled.is_set():
-            starter.cancel()
-        await asyncio.gather(starter, return_exceptions=True)
-        if self._cancelled.is_set():
-            for task in watchers:
-                task.cancel()
-        else:
-            await asyncio.gather(*watchers, return_exceptions=True)
-            cancelled.cancel()
-        await asyncio.gather(*watchers, cancelled, return_exceptions=True)
+        await self._start_all(pending)
+        while True:
+            busy = [t for t in self._restarts if not t.done()]
+            if not self._cancelled:
+                busy += [t for t in self._watchers if not t.done()]
+            if not busy:
+                break
+            await asyncio.wait(busy)
+        await asyncio.gather(*self._watchers, return_exceptions=True)
         for row in valid:
             if row.position not in self.outcomes:
                 self.outcomes[row.position] = Outcome("skipped", error=self._stop_reason)
         return self.outcomes
 
-    def _settle(self, row: Row, outcome: Outcome) -> None:
-        self.outcomes[row.position] = outcome
-        if outcome.status == "succeeded":
-            self.progress.done += 1
-            self.progress.credits += outcome.credits
-        elif outcome.status in ("failed", "invalid", "error"):
-            self.progress.failed += 1
-        self.progress.changed()
-
-    async def _start_all(self, pending: list[Row], watchers: list[asyncio.Task[None]]) -> None:
+    async def _start_all(self, pending: list[Row]) -> None:
+        """Start rows, at most STARTS_IN_FLIGHT awaiting their answer; never leaves a start in flight."""
         gate = asyncio.Semaphore(STARTS_IN_FLIGHT)
+        starting: list[asyncio.Task[None]] = []
 
         async def start(row: Row) -> None:
-            async with gate:
-                if self._stop_reason is not None:
-                    return
-                price = self.prices.get(row.position, 0)
-                if self.max_credits is not None and self._committed + price > self.max_credits:
-                    self._stop_starting(f"not started: max_credits={self.max_credits} would be exceeded")
-                    return
-                self._committed += price
-                try:
-                    generation = await self.client.run(
-                        self.model.id, row.input or {}, idempotency_key=row.key, validate=False
-                    )
-                except (InsufficientCreditsError, KeyCapReachedError) as exc:
-                    self._committed -= price
-                    self._stop_starting(f"not started: {exc.message}")
-                    self._settle(row, Outcome("error", error=exc.message))
-                    return
-                except MediagenError as exc:
-                    self._committed -= price
-                    self._settle(row, Outcome("error", error=str(exc)))
-                    return
-            self.ledger.started(row.key or "", self.client.base_url, row.input or {}, generation)
-            self._committed += generation.credits_spent - price
-            watchers.append(asyncio.create_task(self._watch(row, generation.id, time.monotonic())))
+            try:
+                await self._start(row)
+            finally:
+                gate.release()
 
-        await asyncio.gather(*(start(row) for row in pending))
+        for row in pending:
+            await gate.acquire()
+            if self._stop_reason is not None:
+                gate.release()
+                break
+            starting.append(asyncio.create_task(start(row)))
+        await asyncio.gather(*starting)
+
+    async def _start(self, row: Row) -> None:
+        """Start one row; every failure becomes the row's outcome (this never raises)."""
+        price = self.prices.get(row.position)
+        if self.max_credits is not None and self._committed + (price or 0) > self.max_credits:
+            self._stop_starting(f"not started: max_credits={self.max_credits} would be exceeded")
+            return
+        self._committed += price or 0
+        try:
+            with ledgers.via("sweep"):
+                generation = await self.client.run(
+                    self.model.id,
+                    row.input or {},
+                    idempotency_key=row.key,
+                    validate=False,
+                    price=price,
+                    ledger=self.ledger,
+                )
+        except (InsufficientCreditsError, KeyCapReachedError, BudgetExceeded, LedgerError) as exc:
+            self._committed -= price or 0
+            self._stop_starting(f"not started: {exc.message}")
+            self._show(row, Outcome("error", error=exc.message))
+            return
+        except StartUncertain as exc:
+            self._show(row, Outcome(UNCERTAIN, error=exc.message, possibly=exc.credits or 0))
+            return
+        except MediagenError as exc:
+            self._committed -= price or 0
+            self._show(row, Outcome("error", error=str(exc)))
+            return
+        except Exception as exc:  # a row's bad data must never stop the others
+            self._committed -= price or 0
+            self._show(row, Outcome("error", error=f"{type(exc).__name__}: {exc}"))
+            return
+        self._committed += generation.credits_spent - (price or 0)
+        if generation.done:
+            self._finish(row, generation, time.monotonic(), generation.reused)
+            return
+        running = Outcome(
+            "processing", generation.id, credits=generation.credits_spent, reused=generation.reused
+        )
+        self._show(row, running)
+        self._watch_soon(row, generation.id, reused=generation.reused)
+
+    def _watch_soon(
+        self, row: Row, generation_id: str, *, resumed: bool = False, reused: bool = False
+    ) -> None:
+        task = asyncio.create_task(self._watch(row, generation_id, time.monotonic(), resumed, reused))
+        self._watchers.append(task)
 
     def _first_read_delay(self) -> float:
         """Real seconds to wait before the first read: the model's usual run time less half a wait."""
@@ -194,33 +283,60 @@ class Sweep:
         delay = statistics.median(seen) - limits.WAIT_MAX_SECONDS / 2
         return max(0.0, self.client.settings.limits.real(delay))
 
-    async def _watch(self, row: Row, generation_id: str, started: float) -> None:
-        """Hold one long-poll at a time on the generation until it ends."""
-        self.progress.running += 1
-        self.progress.changed()
+    async def _watch(self, row: Row, generation_id: str, started: float, resumed: bool, reused: bool) -> None:
+        """Hold one long-poll at a time on the generation until it ends.
+
+        A resumed row whose generation this account does not know (another account, a restarted
+        sandbox) is started again with its key, never attached to someone else's generation.
+        """
         try:
-            delay = self._first_read_delay()
+            delay = 0.0 if resumed else self._first_read_delay()
             if delay:
                 await asyncio.sleep(delay)
             generation = await self.client.wait(generation_id)
+            if resumed and generation.model_id != self.model.id:
+                raise NotFoundError(404, "another generation holds this id")
+        except (NotFoundError, BadRequestError) as exc:
+            if not resumed:
+                charged = self.outcomes[row.position].credits
+                self._show(
+                    row, Outcome("error", generation_id, credits=charged, error=f"reading failed: {exc}")
+                )
+                return
+            self._committed -= self.outcomes[row.position].credits
+            self._show(row, Outcome("skipped", error=self._stop_reason))
+            if not self._stop_reason:
+                self._restarts.append(asyncio.create_task(self._start(row)))
+            return
         except MediagenError as exc:
-            self._settle(row, Outcome("error", generation_id, error=f"reading failed: {exc}"))
+            shown = self.outcomes[row.position]
+            message = f"reading failed: {exc}; it was charged {shown.credits} credits and a re-run resumes it"
+            self._show(row, replace(shown, status="error", error=message))
             return
         except asyncio.CancelledError:
-            self.outcomes[row.position] = Outcome(
-                "processing", generation_id, error="not read yet; re-run to resume"
+            return  # the row keeps its "processing" outcome, with its charge; a re-run resumes it
+        if resumed:  # started by an earlier run: its ledger row gets what this read found
+            charged = 0 if generation.status == states.FAILED else generation.credits_spent
+            await asyncio.to_thread(
+                self.ledger.update,
+                self.client.settings.where,
+                generation.id,
+                generation.status,
+                credits=charged,
+                urls=generation.urls,
+                error=generation.error,
+                resource=wire_of(generation),
             )
-            raise
-        finally:
-            self.progress.running -= 1
+        self._finish(row, generation, started, reused or resumed)
+
+    def _finish(self, row: Row, generation: Generation, started: float, reused: bool) -> None:
         elapsed = time.monotonic() - started
-        generation = replace(generation, elapsed_s=round(elapsed, 3))
-        if generation.status == "succeeded":
+        generation = replace(generation, elapsed_s=generation.elapsed_s or round(elapsed, 3))
+        if generation.status == states.SUCCEEDED:
             self._runtimes[self.model.id].append(elapsed * self.client.settings.limits.time_scale)
         else:
             self._committed -= generation.credits_spent  # failed runs are refunded
-        self.ledger.finished(row.key or "", generation)
-        self._settle(row, Outcome.of(generation))
+        self._show(row, Outcome.of(generation, reused=reused))
 
 
 def outcome_fields(outcome: Outcome) -> dict[str, Any]:

@@ -1,0 +1,67 @@
+"""``mediagen_nb.usage()``: this month's runs and credits from the ledger, by model and by path.
+
+The REST API has no balance endpoint; the ledger holds every paid start of every path and process
+(magic, form, call, sweep, CLI, replication, topic-to-video). Like the agent tool ``check_usage``,
+the figures cover the current calendar month (UTC) and leave out failed runs; starts whose answer
+never came are listed apart, as possibly charged.
+"""
+
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from mediagen_nb.client import BaseClient, Ledger
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.connection import current
+
+COLUMNS = ["model", "via", "runs", "credits", "note"]
+
+
+def month_start(now: datetime | None = None) -> datetime:
+    """The first instant of ``now``'s calendar month, in UTC."""
+    now = now or datetime.now(timezone.utc)
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def usage(
+    client: BaseClient | None = None, *, ledger: Ledger | str | None = None, since: datetime | None = None
+) -> pd.DataFrame:
+    """Runs and credits this month on the current service (or ``client``'s), by model and path.
+
+    ``attrs["month"]`` names the month, ``attrs["service"]`` the service; a ``total`` row ends it.
+    """
+    client = client or current()
+    start = since or month_start()
+    service = client.settings.where.service
+    rows = ledgers.as_ledger(ledger).usage(start.timestamp(), service)
+    records = [
+        {
+            "model": row["model"],
+            "via": row["via"],
+            "runs": row["runs"],
+            "credits": row["credits"],
+            "note": _note(row),
+        }
+        for row in rows
+    ]
+    frame = pd.DataFrame(records, columns=COLUMNS)
+    certain = frame[frame["note"] != "possibly charged"]
+    total = {
+        "model": "total",
+        "via": "",
+        "runs": int(certain["runs"].sum()),
+        "credits": int(certain["credits"].sum()),
+        "note": "",
+    }
+    frame = pd.concat([frame, pd.DataFrame([total], columns=COLUMNS)], ignore_index=True)
+    frame.attrs["month"] = start.strftime("%B %Y")
+    frame.attrs["service"] = client.settings.service_name
+    return frame
+
+
+def _note(row: dict[str, object]) -> str:
+    if row["possibly"]:
+        return "possibly charged"
+    if not row["credits_known"]:
+        return "estimated: the service does not report it"
+    return ""
