@@ -38,9 +38,14 @@ def _matches(model: Model, terms: list[str]) -> bool:
 class Catalog:
     """A browser of the catalog: filters, a page of cards, and the form of the model opened below."""
 
+    @property
+    def client(self) -> Client:
+        """The client given, else the process's current connection (``%mediagen use`` switches it)."""
+        return self._client or SESSION.client
+
     def __init__(self, client: Client | None = None, *, page_size: int = PAGE_SIZE) -> None:
-        """Read the catalog once with ``client`` (the session's by default) and show its first page."""
-        self.client = client or SESSION.client
+        """Read the catalog once with ``client`` (the current connection by default), show its first page."""
+        self._client = client
         self.models: list[Model] = self.client.models()
         self.page_size = page_size
         self.page = 0
@@ -123,7 +128,7 @@ class Catalog:
 
     def open(self, model_id: str) -> Form:
         """Open ``model_id``'s form below the cards (replacing the one open before) and return it."""
-        form = Form(model_id, self.client)
+        form = Form(self.client.model(model_id), self._client)
         if self.form is not None:
             self.form.close()
         self.form = form

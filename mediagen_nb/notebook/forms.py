@@ -20,14 +20,16 @@ from typing import Any, NamedTuple
 import ipywidgets as widgets
 
 from mediagen_nb.client import Client, Generation, GenerationError, MediagenError, Model, ValidationError
+from mediagen_nb.client.ledger import via
 from mediagen_nb.notebook import parsing
 from mediagen_nb.notebook.inputs import Field, build_field
+from mediagen_nb.notebook.live import reused_note
 from mediagen_nb.notebook.session import SESSION
 
 DEBOUNCE_S = 0.6
 TICK_S = 1.0  # how often the progress line's elapsed time moves while a run is followed
 # Parameters of Client.generate itself: inputs with these names go in an ``input`` dict instead.
-GENERATE_ARGS = frozenset({"model_id", "input", "webhook", "idempotency_key", "timeout", "on_update"})
+GENERATE_ARGS = frozenset(Client.generate.__signature__.parameters) - {"fields"}
 ONE_LINE_CALL = 100
 
 
@@ -129,8 +131,8 @@ class Form:
     def __init__(
         self, model: str | Model, client: Client | None = None, *, debounce: float = DEBOUNCE_S
     ) -> None:
-        """The form of ``model`` (a catalog id or a Model); ``client`` defaults to the session's."""
-        self.client = client or SESSION.client
+        """The form of ``model`` (a catalog id or a Model); ``client`` defaults to the current connection."""
+        self._client = client
         self.model = model if isinstance(model, Model) else self.client.model(model)
         self.debounce = debounce
         self._props: Mapping[str, Any] = (
@@ -143,6 +145,7 @@ class Form:
         self.history: list[Generation] = []
         self._touched: set[str] = set()
         self._running = False
+        self._run_lock = threading.Lock()
         self._prices: dict[tuple[tuple[str, str], ...], tuple[int, str]] = {}
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
@@ -150,6 +153,13 @@ class Form:
         self.header = widgets.HTML(self._header())
         self.price_line = widgets.HTML(self._price_html(listed_price(self.model)))
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
+        self.fresh = widgets.Checkbox(
+            value=False,
+            description="new variation",
+            indent=False,
+            tooltip="Off: the same input returns the earlier result at no charge. On: a new generation.",
+            layout=widgets.Layout(width="auto"),
+        )
         self.status = widgets.HTML()
         self.result = widgets.HTML()
         self.code_view = widgets.Textarea(layout=widgets.Layout(width="100%", height="9em"))
@@ -165,7 +175,7 @@ class Form:
                 self.header,
                 *(field.widget for field in self.fields.values()),
                 self.price_line,
-                widgets.HBox([self.run_button, self.status]),
+                widgets.HBox([self.run_button, self.fresh, self.status]),
                 self.result,
                 code_view,
                 self.history_view,
@@ -178,6 +188,11 @@ class Form:
         self._refresh()
         self._schedule_price()
 
+    @property
+    def client(self) -> Client:
+        """The client given, else the process's current connection (``%mediagen use`` switches it)."""
+        return self._client or SESSION.client
+
     def __repr__(self) -> str:
         return f"<Form {self.model.id}: {len(self.fields)} fields, {len(self.history)} results>"
 
@@ -187,7 +202,8 @@ class Form:
 
     def _header(self) -> str:
         model = self.model
-        facts = " · ".join(escape(str(f)) for f in (model.output_type, model.group) if f)
+        where = f"on {self.client.settings.service_name}"
+        facts = " · ".join(escape(str(f)) for f in (model.output_type, model.group, where) if f)
         return (
             f'<div style="font-family:sans-serif"><b>{escape(model.name or model.id)}</b> '
             f'<code>{escape(model.id)}</code> <span style="color:#555">{facts}</span>'
@@ -314,21 +330,23 @@ class Form:
 
     # -- running -------------------------------------------------------------------------------
 
-    def submit(self, wait: bool = True) -> Generation:
+    def submit(self, wait: bool = True, fresh: bool | None = None) -> Generation:
         """Run the model on the form's input, show progress and the result, add it to the history.
 
-        ``wait=True`` follows the run to its end (``client.generate``); ``wait=False`` returns it
-        ``processing`` (``client.run``). An invalid form raises ValidationError before anything is
-        sent; a refused start or a failed run is shown in the form and raised (a MediagenError).
+        The same input returns the earlier result at no charge unless ``fresh`` (default: the "new
+        variation" box). ``wait=True`` follows the run to its end; ``wait=False`` returns it
+        ``processing``. An invalid form raises ValidationError before anything is sent; a refused
+        start or a failed run is shown in the form and raised (a MediagenError).
         """
-        self._running = True
+        with self._run_lock:
+            self._running = True
         try:
-            return self._submit(wait)
+            return self._submit(wait, self.fresh.value if fresh is None else fresh)
         finally:
             self._running = False
             self._refresh()
 
-    def _submit(self, wait: bool) -> Generation:
+    def _submit(self, wait: bool, fresh: bool) -> Generation:
         problems = self.validate()
         if problems:
             name, message = next(iter(problems.items()))
@@ -338,17 +356,21 @@ class Form:
         self.result.value = ""
         progress = _Progress(self.status)
         try:
-            if wait:
-                generation = self.client.generate(self.model.id, self.values, on_update=progress.update)
-            else:
-                generation = self.client.run(self.model.id, self.values)
+            with via("form"):
+                if wait:
+                    generation = self.client.generate(
+                        self.model.id, self.values, reuse=True, fresh=fresh, on_update=progress.update
+                    )
+                else:
+                    generation = self.client.run(self.model.id, self.values, reuse=True, fresh=fresh)
         except BaseException as exc:  # stop the ticking line whatever ended the run; then re-raise
             progress.stop(self._message(exc), ok=False)
             if isinstance(exc, GenerationError):
                 self._add_result(exc.generation)
             raise
         elapsed = f" · {generation.elapsed_s:.1f} s" if generation.elapsed_s is not None else ""
-        progress.stop(f"{generation.status}{elapsed} · {generation.credits_spent} credits", ok=True)
+        money = reused_note(generation) if generation.reused else f"{generation.credits_spent} credits"
+        progress.stop(f"{generation.status}{elapsed} · {money}", ok=True)
         self._add_result(generation)
         return generation
 
@@ -372,7 +394,11 @@ class Form:
         self.history_view.set_title(0, f"history ({len(self.history)})")
 
     def _clicked(self, _button: widgets.Button) -> None:
-        """Run in a background thread, so the kernel stays responsive while the run is followed."""
+        """Run in a background thread, so the kernel stays responsive; a click while running is ignored."""
+        with self._run_lock:
+            if self._running:
+                return
+            self._running = True
         self.run_button.disabled = True
         threading.Thread(target=self._submit_in_background, name="mediagen-form-run", daemon=True).start()
 

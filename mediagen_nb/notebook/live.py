@@ -78,3 +78,19 @@ class Live:
             self._stop.set()
             self.status = status
             self._show("&#10003;" if ok else "&#10007;")
+
+
+def reused_note(item: Any) -> str:
+    """``reused from 14:02, no charge; --fresh for a new one`` (the earlier start's local time)."""
+    from datetime import datetime
+
+    created = getattr(item, "created_at", None)
+    when = ""
+    if isinstance(created, str):
+        try:
+            when = " from " + datetime.fromisoformat(created.replace("Z", "+00:00")).astimezone().strftime(
+                "%H:%M"
+            )
+        except ValueError:
+            when = ""
+    return f"reused{when}, no charge; --fresh for a new one"

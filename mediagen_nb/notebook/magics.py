@@ -2,6 +2,11 @@
 
 Service errors and option mistakes surface as one short line (IPython's UsageError), never as a
 traceback. IPython's own ``{var}`` expansion is off for these magics: ``{{name}}`` is ours.
+
+Money: a start from a magic is keyed by what it asks (model and input; the link for an analysis),
+so running the same cell again returns the earlier result at no charge and says so; ``--fresh``
+asks for a new variation. A Ctrl-C keeps what was started, in ``-o NAME``, the history and the
+ledger, and the re-run picks it up.
 """
 
 import difflib
@@ -9,10 +14,7 @@ import functools
 import getpass
 import keyword
 import os
-import sqlite3
-import sys
 from collections.abc import Callable
-from datetime import datetime, timezone
 from html import escape
 from typing import Any
 
@@ -20,11 +22,14 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
 
 from mediagen_nb.notebook import parsing
-from mediagen_nb.notebook.live import Live, describe, is_rich
+from mediagen_nb.notebook.live import Live, describe, is_rich, reused_note
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
 
-GENERATE_FLAGS = {"-o": True, "--output": True, "--estimate": False, "--no-wait": False}
+OUTPUT_FLAGS = {"-o": True, "--output": True}
+GENERATE_FLAGS = {**OUTPUT_FLAGS, "--estimate": False, "--no-wait": False, "--fresh": False}
 REPLICATE_FLAGS = {
+    **OUTPUT_FLAGS,
     "--model": True,
     "--quality": True,
     "--accuracy": True,
@@ -34,10 +39,11 @@ REPLICATE_FLAGS = {
     "--character": True,
     "--marketing-aspect": True,
     "--estimate": False,
-    "-o": True,
-    "--output": True,
+    "--analyze": False,
+    "--fresh": False,
 }
 VIDEO_FLAGS = {
+    **OUTPUT_FLAGS,
     "--seconds": True,
     "--gender": True,
     "--look": True,
@@ -45,10 +51,10 @@ VIDEO_FLAGS = {
     "--flow": True,
     "--no-captions": False,
     "--no-music": False,
-    "-o": True,
-    "--output": True,
+    "--estimate": False,
+    "--fresh": False,
 }
-SUBCOMMANDS = ("models", "model", "estimate", "key", "use", "usage", "history", "reedit", "help")
+SUBCOMMANDS = ("models", "model", "estimate", "key", "use", "usage", "budget", "history", "reedit", "help")
 
 
 def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -58,12 +64,15 @@ def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from mediagen_nb.client import MediagenError
 
+        __tracebackhide__ = True  # IPython shows none of our frames
         try:
             return method(*args, **kwargs)
         except parsing.OptionError as exc:
             raise UsageError(str(exc)) from None
         except MediagenError as exc:
             raise UsageError(f"mediagen: {exc}") from None
+        except KeyboardInterrupt as exc:  # stop the cell (and Run All), with what was kept, not our frames
+            raise KeyboardInterrupt(*exc.args) from None
 
     return wrapper
 
@@ -100,32 +109,59 @@ def _model(client: Any, model_id: str) -> Any:
         ) from None
 
 
-def _record(generation: Any) -> None:
-    """Keep the result in this kernel's history and in the local ledger (for ``%mediagen usage``)."""
-    from mediagen_nb.batch.ledger import Ledger
+class _Started:
+    """What a cell has started so far, so a Ctrl-C can keep it (variable, history) before stopping."""
 
-    SESSION.remember(generation)
-    if generation.status not in ("succeeded", "failed"):
-        return
+    def __init__(self, shell: Any, flags: dict[str, Any], live: Live) -> None:
+        self.shell, self.flags, self.live = shell, flags, live
+        self.item: Any = None
+
+    def update(self, item: Any) -> None:
+        self.item = item
+        self.live.update(item)
+
+    def keep(self) -> Any:
+        """Store and remember what was started (a Ctrl-C or the end of the cell)."""
+        if self.item is not None:
+            _store(self.shell, self.flags, self.item)
+            SESSION.remember(self.item)
+        return self.item
+
+    def interrupted(self) -> str:
+        """Keep what started and say so (the live line, and the message of the KeyboardInterrupt)."""
+        item = self.keep()
+        if item is None:
+            line = "stopped; if the start was sent, running the cell again resumes it at no charge"
+        else:
+            line = (
+                f"interrupted: {item.id} is still {item.status} and stays charged; run the cell again "
+                "to pick it up at no charge"
+            )
+        self.live.close(line, ok=False)
+        return line
+
+
+def _follow(
+    shell: Any,
+    flags: dict[str, Any],
+    title: str,
+    steps: Callable[[_Started], Any],
+    summary: Callable[[Any], tuple[str, bool]],
+) -> Any:
+    """Run ``steps`` under a live status line ending in ``summary(result)``; a Ctrl-C keeps what started."""
+    live = Live(shell, title)
+    started = _Started(shell, flags, live)
     try:
-        ledger = Ledger()
-    except (OSError, sqlite3.Error) as exc:  # a read-only folder must not lose a result already paid for
-        print(
-            f"mediagen: not recorded in the local ledger ({exc}); %mediagen usage will miss it",
-            file=sys.stderr,
-        )
-        return
-    try:
-        key = f"magic-{generation.id}"
-        ledger.started(key, SESSION.client.base_url, {}, generation)
-        ledger.finished(key, generation)
-    except sqlite3.Error as exc:
-        print(
-            f"mediagen: not recorded in the local ledger ({exc}); %mediagen usage will miss it",
-            file=sys.stderr,
-        )
-    finally:
-        ledger.close()
+        steps(started)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(started.interrupted()) from None
+    except BaseException:
+        started.keep()
+        live.close("stopped", ok=False)
+        raise
+    result = started.keep()
+    live.close(*summary(result))
+    return result
 
 
 @magics_class
@@ -138,8 +174,12 @@ class MediagenMagics(Magics):
     @line_cell_magic
     @friendly
     def generate(self, line: str, cell: str | None = None) -> Any:
-        """%%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]  (body: the main text)
-        %generate MODEL field=value ... [-o NAME] [--estimate] [--no-wait]"""
+        """%%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait] [--fresh]  (body: the text)
+        %generate MODEL field=value ... [-o NAME] [--estimate] [--no-wait] [--fresh]
+
+        The same model and input return the earlier generation at no charge; --fresh makes a new one."""
+        from mediagen_nb.client.ledger import via
+
         words = parsing.split(line)
         if not words:
             raise UsageError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
@@ -149,29 +189,29 @@ class MediagenMagics(Magics):
         options = parsing.parse_fields(
             words[1:], model.id, model.properties, GENERATE_FLAGS, namespace, pairs=cell is None
         )
-        _output_name(options.flags)
+        flags = options.flags
+        _output_name(flags)
         inputs = options.inputs
         if cell is not None and cell.strip():
             main = parsing.main_text_field(model.properties, model.required)
             if main is None:
                 raise UsageError(f"{model.id} has no text input for the cell body; use --field value options")
             inputs[main] = parsing.interpolate(cell.strip("\n"), namespace)
-        if options.flags.get("--estimate"):
-            return _store(self.shell, options.flags, client.estimate(model.id, inputs))
-        live = Live(self.shell, model.id)
-        try:
-            result = client.run(model.id, inputs)
-            live.update(result)  # "processing" from the start, not only after the first long poll
-            if not options.flags.get("--no-wait"):
-                result = client.wait(result, on_update=live.update)
-        except BaseException:
-            live.close("stopped", ok=False)
-            raise
-        failed = result.status == "failed"  # a failed run's creditsSpent is the amount refunded
-        money = f"{result.credits_spent} credits" + (" refunded" if failed else "")
-        live.close(f"{describe(result)} · {money}", ok=not failed)
-        _record(result)
-        return _store(self.shell, options.flags, result)
+        if flags.get("--estimate"):
+            return _store(self.shell, flags, client.estimate(model.id, inputs))
+
+        def steps(started: _Started) -> None:
+            with via("magic"):
+                started.update(client.run(model.id, inputs, reuse=True, fresh=bool(flags.get("--fresh"))))
+            if not flags.get("--no-wait") and not started.item.done:
+                started.update(client.wait(started.item, on_update=started.update))
+
+        def summary(result: Any) -> tuple[str, bool]:
+            failed = result.status == "failed"  # a failed run's creditsSpent is the amount refunded
+            money = _money(result) + (" refunded" if failed and not result.reused else "")
+            return f"{describe(result)} · {money}", not failed
+
+        return _follow(self.shell, flags, model.id, steps, summary)
 
     # -- %replicate -------------------------------------------------------------------------
 
@@ -181,41 +221,80 @@ class MediagenMagics(Magics):
     def replicate(self, line: str) -> Any:
         """%replicate URL [--model ID] [--quality q] [--accuracy a] [--clips 0,2,5] [--captions]
         [--audio chunks|original|URL] [--character IMAGE] [--marketing-aspect 9:16|16:9]
-        [--estimate] [-o NAME]"""
+        [--estimate] [--analyze] [--fresh] [-o NAME]
+
+        Every option is checked before anything is paid. An earlier analysis of the same link is
+        reused (no charge); --estimate prices the render without paying for an analysis; --analyze
+        only analyzes (5 credits) and shows the plan."""
+        from mediagen_nb.client.ledger import via
+        from mediagen_nb.client.replication import run_body
+
         words = parsing.split(line)
         if not words or words[0].startswith("-"):
             raise UsageError("usage: %replicate URL [--model ...] [--quality ...] [--clips 0,2,5] [-o NAME]")
         url = str(parsing.interpolate_value(words[0], self.shell.user_ns))
         flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self.shell.user_ns).flags
         _output_name(flags)
-        clips = self._clips(flags.get("--clips"))  # before the analysis charges its 5 credits
-        client = SESSION.client
-        live = Live(self.shell, "replicate")
-        analysis = client.analyze(url)
-        live.update(analysis)
-        analysis = client.wait_analysis(analysis, on_update=live.update)
-        if analysis.status == "failed":
-            live.close("analysis failed", ok=False)
-            raise UsageError(f"mediagen: the analysis failed: {analysis.error} (its 5 credits were refunded)")
-        self._show_plan(analysis, flags.get("--model"), clips)
-        if flags.get("--estimate"):
-            live.close("analysis ready; nothing rendered (--estimate)")
-            return _store(self.shell, flags, analysis)
-        run = client.replicate(
-            analysis.id,
+        body = run_body(  # every option checked here, before the analysis charges its 5 credits
             model_id=flags.get("--model"),
             quality=flags.get("--quality"),
             accuracy=flags.get("--accuracy"),
-            clips=clips,
+            clips=self._clips(flags.get("--clips")),
             character_image=flags.get("--character"),
             captions=True if flags.get("--captions") else None,
             audio=flags.get("--audio"),
             marketing_aspect=flags.get("--marketing-aspect"),
         )
-        run = client.wait_replication(run, on_update=live.update)
-        live.close(describe(run), ok=run.status == "done")
-        SESSION.remember(run)
-        return _store(self.shell, flags, run)
+        client = SESSION.client
+        if flags.get("--estimate"):
+            return self._replicate_estimate(client, url, body, flags)
+
+        def steps(started: _Started) -> None:
+            with via("replication"):
+                started.update(client.analyze(url, reuse=True))
+                started.update(client.wait_analysis(started.item, on_update=started.update))
+                analysis = started.item
+                if analysis.status == "failed":
+                    raise UsageError(
+                        f"mediagen: the analysis failed: {analysis.error} (its 5 credits were refunded)"
+                    )
+                self._show_plan(analysis, body)
+                if flags.get("--analyze"):
+                    return
+                run = client.replicate(
+                    analysis.id, **_replicate_options(body), reuse=True, fresh=bool(flags.get("--fresh"))
+                )
+                started.update(run)
+                started.update(client.wait_replication(run, on_update=started.update))
+
+        def summary(result: Any) -> tuple[str, bool]:
+            if flags.get("--analyze"):
+                return f"analysis ready; nothing rendered (--analyze) · {_money(result)}", True
+            return f"{describe(result)} · {_money(result)}", result.status == "done"
+
+        return _follow(self.shell, flags, "replicate", steps, summary)
+
+    def _replicate_estimate(self, client: Any, url: str, body: dict[str, Any], flags: dict[str, Any]) -> Any:
+        """The render's price from an earlier analysis of the link, or what the analysis costs: no charge."""
+        from mediagen_nb.protocol import limits as spec_limits
+        from mediagen_nb.protocol import replication as rules
+
+        analysis = client.analysis_of(url)
+        if analysis is not None and analysis.status == "ready":
+            self._show_plan(analysis, body)
+            return _store(self.shell, flags, analysis)
+        models = {m.id: m for m in client.models()}
+        model = models.get(str(body.get("modelId", rules.DEFAULTS["modelId"])))
+        per_clip = (
+            f"{model.credits} credits a clip ({model.id}, listed)" if model else "the model's price a clip"
+        )
+        print(
+            f"replicate {url}: the analysis costs {spec_limits.ANALYSIS_CREDITS} credits (flat; refunded "
+            "if it fails) and has not run, so the clip count is not known yet. The render costs "
+            f"about {per_clip} times the clips. Nothing was charged: run %replicate URL --analyze "
+            "(5 credits) to see the plan and its price, then %replicate URL renders (reusing the analysis)."
+        )
+        return None
 
     @staticmethod
     def _clips(raw: Any) -> list[int] | None:
@@ -226,20 +305,26 @@ class MediagenMagics(Magics):
         except ValueError:
             raise UsageError(f"--clips {raw!r}: give clip indexes counted from 0, like 0,2,5") from None
 
-    def _show_plan(self, analysis: Any, model_id: str | None, clips: list[int] | None) -> None:
-        """The blueprint as a table and what rendering will cost, before anything is charged."""
-        from mediagen_nb.client import Model
+    def _show_plan(self, analysis: Any, body: dict[str, Any]) -> None:
+        """The blueprint as a table and what rendering will cost, before anything is charged for it."""
+        from mediagen_nb.protocol import replication as rules
 
         client = SESSION.client
         models = {m.id: m for m in client.models()}
-        model: Model | None = models.get(model_id or "seedance-2-fast-i2v")
-        chosen = len(clips) if clips is not None else analysis.clip_count or 0
+        model = models.get(str(body.get("modelId", rules.DEFAULTS["modelId"])))
+        clips = body.get("clips")
+        chosen = len(set(clips)) if clips is not None else analysis.clip_count or 0
         price = model.credits if model is not None else None
+        if clips is not None and analysis.clip_count is not None and max(clips) >= analysis.clip_count:
+            raise UsageError(
+                f"--clips {','.join(map(str, clips))}: this video has {analysis.clip_count} clips, "
+                f"counted from 0 to {analysis.clip_count - 1}; nothing was rendered"
+            )
         cost = (
-            f"about {chosen * price} credits at most: {chosen} clips x {price} credits "
-            f"({model.id} listed price); accuracy=fast packs clips into fewer generations"
-            if price is not None
-            else "cost: the model's price per clip"
+            f"render: about {chosen * price} credits: {chosen} clips x {price} credits ({model.id} listed "
+            "price); quality and clip lengths change it, and accuracy=fast packs clips into fewer generations"
+            if model is not None and price is not None
+            else "render: the model's price per clip"
         )
         if is_rich(self.shell):
             from IPython.display import HTML, display
@@ -260,7 +345,9 @@ class MediagenMagics(Magics):
     @friendly
     def make_video(self, line: str, cell: str) -> Any:
         """%%make_video [--seconds 45] [--gender man|woman] [--look creator|newscaster|pixar] [--voice NAME]
-        [--flow STYLE] [--no-captions] [--no-music] [-o NAME]   (body: the topic)"""
+        [--flow STYLE] [--no-captions] [--no-music] [--estimate] [--fresh] [-o NAME]   (body: the topic)"""
+        from mediagen_nb.client.ledger import via
+
         flags = parsing.parse_fields(
             parsing.split(line), "make_video", {}, VIDEO_FLAGS, self.shell.user_ns
         ).flags
@@ -271,22 +358,28 @@ class MediagenMagics(Magics):
         except ValueError:
             raise UsageError(f"--seconds {seconds!r}: give a number from 20 to 180") from None
         client = SESSION.client
+        if flags.get("--estimate"):
+            return _store(self.shell, flags, client.video_estimate(seconds))
         topic = parsing.interpolate(cell.strip(), self.shell.user_ns) or None
-        live = Live(self.shell, "make_video")
-        job = client.make_video(
-            topic,
-            seconds=seconds,
-            gender=flags.get("--gender"),
-            look=flags.get("--look"),
-            voice=flags.get("--voice"),
-            flow=flags.get("--flow"),
-            captions=False if flags.get("--no-captions") else None,
-            music=False if flags.get("--no-music") else None,
-        )
-        job = client.wait_job(job, on_update=live.update)
-        live.close(describe(job), ok=job.status == "done")
-        SESSION.remember(job)
-        return _store(self.shell, flags, job)
+
+        def steps(started: _Started) -> None:
+            with via("topic-to-video"):
+                job = client.make_video(
+                    topic,
+                    seconds=seconds,
+                    gender=flags.get("--gender"),
+                    look=flags.get("--look"),
+                    voice=flags.get("--voice"),
+                    flow=flags.get("--flow"),
+                    captions=False if flags.get("--no-captions") else None,
+                    music=False if flags.get("--no-music") else None,
+                    reuse=True,
+                    fresh=bool(flags.get("--fresh")),
+                )
+                started.update(job)
+                started.update(client.wait_job(job, on_update=started.update))
+
+        return _follow(self.shell, flags, "make_video", steps, _video_summary)
 
     # -- %mediagen ----------------------------------------------------------------------------
 
@@ -295,7 +388,7 @@ class MediagenMagics(Magics):
     @friendly
     def mediagen(self, line: str) -> Any:
         """%mediagen models [--kind image|video|audio] [TEXT] | model ID | estimate MODEL field=value ...
-        | key | use sandbox|service | usage | history
+        | key | use sandbox|service | usage | budget [N|off] | history
         | reedit JOB --flow STYLE [--no-captions] [--no-music]"""
         words = parsing.split(line)
         command, rest = (words[0], words[1:]) if words else ("help", [])
@@ -351,44 +444,52 @@ class MediagenMagics(Magics):
 
     def _cmd_key(self, words: list[str]) -> None:
         """Ask for a key without echoing it; it goes into the client only, never the notebook."""
+        from mediagen_nb.client import Client
         from mediagen_nb.client.config import ENV_BASE_URL
 
         key = getpass.getpass("MEDIAGEN API key (pk_live_...): ").strip()
         if not key:
             raise UsageError("no key entered; nothing changed")
         base_url = os.environ.get(ENV_BASE_URL) or input("Service base URL (the spec's {base_url}): ").strip()
-        client = SESSION.use_service(key, base_url or None)
+        client = SESSION.use(Client(key, base_url=base_url or None))
         del key
         print(
-            f"mediagen: using {client.base_url} with key {client.settings.keys[0].fingerprint} (fingerprint)"
+            f"mediagen: every magic, form and sweep now uses {client.settings.service_name} "
+            f"with key {client.settings.keys[0].fingerprint} (fingerprint)"
         )
 
     def _cmd_use(self, words: list[str]) -> None:
-        if words == ["sandbox"]:
-            client = SESSION.use_sandbox()
-        elif words == ["service"]:
-            client = SESSION.use_service()
-        else:
+        if words not in (["sandbox"], ["service"]):
             raise UsageError("usage: %mediagen use sandbox|service")
-        print(f"mediagen: now using {'the embedded sandbox' if client.settings.sandbox else client.base_url}")
+        client = SESSION.use(words[0])
+        print(f"mediagen: every magic, form and sweep now uses {client.settings.service_name}")
 
     def _cmd_usage(self, words: list[str]) -> Any:
-        """Credits spent this month, by model, from the local ledger (the service has no balance endpoint)."""
-        from mediagen_nb.batch.ledger import Ledger
+        """This month's runs and credits by model and path, from the ledger (no balance endpoint exists)."""
+        from mediagen_nb.batch.usage import usage
 
-        now = datetime.now(timezone.utc)
-        month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()
-        ledger = Ledger()
-        try:
-            rows = ledger.usage(month, SESSION.client.base_url)
-        finally:
-            ledger.close()
-        return UsageTable(rows, now.strftime("%B %Y"))
+        return UsageTable(usage(SESSION.client))
+
+    def _cmd_budget(self, words: list[str]) -> Any:
+        """``%mediagen budget 500`` caps what this kernel may spend; ``off`` removes it; alone, shows it."""
+        from mediagen_nb.client import budget
+
+        if not words:
+            return budget()
+        if len(words) != 1:
+            raise UsageError("usage: %mediagen budget [N|off]")
+        if words[0] in ("off", "none"):
+            return budget(None)
+        if not words[0].isdigit():
+            raise UsageError(f"%mediagen budget {words[0]!r}: give a whole number of credits, or off")
+        return budget(int(words[0]))
 
     def _cmd_history(self, words: list[str]) -> Any:
         return HistoryTable(list(SESSION.history))
 
     def _cmd_reedit(self, words: list[str]) -> Any:
+        from mediagen_nb.client.ledger import via
+
         if not words:
             raise UsageError(
                 "usage: %mediagen reedit JOB --flow STYLE [--no-captions] [--no-music] [-o NAME]"
@@ -401,122 +502,51 @@ class MediagenMagics(Magics):
             words[1:],
             "reedit",
             {},
-            {"--flow": True, "--no-captions": False, "--no-music": False, "-o": True, "--output": True},
+            {**OUTPUT_FLAGS, "--flow": True, "--no-captions": False, "--no-music": False},
             self.shell.user_ns,
         ).flags
         _output_name(flags)
         client = SESSION.client
-        live = Live(self.shell, "reedit")
-        job = client.reedit(
-            str(job_id),
-            flow=flags.get("--flow"),
-            captions=False if flags.get("--no-captions") else None,
-            music=False if flags.get("--no-music") else None,
-        )
-        job = client.wait_job(job, on_update=live.update)
-        live.close(describe(job), ok=job.status == "done")
-        return _store(self.shell, flags, job)
+
+        def steps(started: _Started) -> None:
+            with via("topic-to-video"):
+                job = client.reedit(
+                    str(job_id),
+                    flow=flags.get("--flow"),
+                    captions=False if flags.get("--no-captions") else None,
+                    music=False if flags.get("--no-music") else None,
+                )
+                started.update(job)
+                started.update(client.wait_job(job, on_update=started.update))
+
+        return _follow(self.shell, flags, "reedit", steps, _video_summary)
 
 
-class _Table:
-    """A small result table: HTML in a notebook, aligned text in a terminal."""
-
-    headers: tuple[str, ...] = ()
-
-    def rows(self) -> list[tuple[Any, ...]]:
-        raise NotImplementedError
-
-    def cell_html(self, index: int, value: Any) -> str:
-        return escape("" if value is None else str(value))
-
-    def __repr__(self) -> str:
-        rows = [tuple("" if v is None else str(v) for v in row) for row in self.rows()]
-        widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(self.headers)]
-        lines = ["  ".join(h.ljust(w) for h, w in zip(self.headers, widths, strict=True))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{self.cell_html(i, v)}</td>" for i, v in enumerate(row)) + "</tr>"
-            for row in self.rows()
-        )
-        return f'<table style="font-size:12px"><tr>{head}</tr>{body}</table>'
+def _replicate_options(body: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of ``Client.replicate`` from a checked replicate body."""
+    names = {
+        "modelId": "model_id",
+        "quality": "quality",
+        "accuracy": "accuracy",
+        "clips": "clips",
+        "characterImage": "character_image",
+        "captions": "captions",
+        "audio": "audio",
+        "marketingAspect": "marketing_aspect",
+    }
+    return {names[key]: value for key, value in body.items()}
 
 
-class ModelTable(_Table):
-    """``%mediagen models``: previews, ids, kinds, groups and prices."""
-
-    headers = ("preview", "id", "name", "kind", "group", "price")
-
-    def __init__(self, models: list[Any]) -> None:
-        self.models = models
-
-    def rows(self) -> list[tuple[Any, ...]]:
-        return [
-            (
-                m.preview_url,
-                m.id,
-                m.name,
-                m.output_type,
-                m.group,
-                f"{m.credits} credits"
-                + ("" if m.pricing is None else f" (varies by {', '.join(m.varies_by)})"),
-            )
-            for m in self.models
-        ]
-
-    def cell_html(self, index: int, value: Any) -> str:
-        if index == 0:
-            from mediagen_nb.client import html
-
-            return html.media(value, "image", width=96)
-        return super().cell_html(index, value)
+def _money(item: Any) -> str:
+    """What a result cost, or that it was reused at no charge."""
+    if getattr(item, "reused", False):
+        return reused_note(item)
+    credits = getattr(item, "credits_spent", None) or getattr(item, "credits_used", None)
+    return f"{credits} credits" if credits is not None else "charged per clip as it renders"
 
 
-class UsageTable(_Table):
-    """``%mediagen usage``: this month's credits by model, from the local ledger."""
-
-    headers = ("model", "runs", "credits")
-
-    def __init__(self, rows: list[tuple[str, int, int]], month: str) -> None:
-        self._rows, self.month = rows, month
-
-    def rows(self) -> list[tuple[Any, ...]]:
-        total = sum(r[2] or 0 for r in self._rows)
-        return [*self._rows, ("total " + self.month, sum(r[1] for r in self._rows), total)]
-
-
-class HistoryTable(_Table):
-    """``%mediagen history``: this kernel's results, newest last."""
-
-    headers = ("#", "kind", "id", "status", "credits", "result")
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    def rows(self) -> list[tuple[Any, ...]]:
-        return [
-            (
-                i,
-                getattr(item, "model_id", None) or type(item).__name__,
-                item.id,
-                item.status,
-                getattr(item, "credits_spent", None) or getattr(item, "credits_used", None),
-                getattr(item, "url", None)
-                or getattr(item, "video_url", None)
-                or getattr(item, "output_video_url", None),
-            )
-            for i, item in enumerate(self.items)
-        ]
-
-    def cell_html(self, index: int, value: Any) -> str:
-        if index == 5 and value:
-            from mediagen_nb.client import html
-
-            return html.link(value)
-        return super().cell_html(index, value)
+def _video_summary(result: Any) -> tuple[str, bool]:
+    return f"{describe(result)} · {_money(result)}", result.status == "done"
 
 
 def _complete(shell: Any, event: Any) -> list[str]:

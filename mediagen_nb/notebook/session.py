@@ -1,55 +1,43 @@
-"""The notebook's connection and history: one client for magics, forms and the catalog browser.
+"""The kernel's history of results; the connection itself is the process's one (``mediagen_nb.current``).
 
-It follows the environment (``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the embedded
-sandbox) until ``%mediagen use`` or ``%mediagen key`` says otherwise. A key typed with getpass
-lives only inside the client's Secret: never in the user namespace, never printed.
+Magics, forms and the catalog browser read ``SESSION.client``, which is always
+:func:`mediagen_nb.client.connection.current`, so ``%mediagen use`` / ``%mediagen key`` and
+``mediagen_nb.use(...)`` switch them together with ``df.mediagen`` and the CLI. A key typed with
+getpass lives only inside the client's Secret: never in the user namespace, never printed.
 """
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mediagen_nb.client import Client, Generation
+    from mediagen_nb.client import BaseClient, Client
 
 
 class Session:
-    """The current client (created on first use) and this kernel's results."""
+    """This kernel's results, newest last, and a view of the process's current client."""
 
     def __init__(self) -> None:
-        self._client: Client | None = None
-        self._lock = threading.Lock()
         self.history: list[Any] = []
 
     @property
     def client(self) -> "Client":
-        with self._lock:
-            if self._client is None:
-                from mediagen_nb.client import Client
+        from mediagen_nb.client.connection import current
 
-                self._client = Client()
-            return self._client
+        return current()
 
-    def use(self, client: "Client") -> "Client":
-        """Make ``client`` the one every magic and form uses."""
-        with self._lock:
-            old, self._client = self._client, client
-        if old is not None and old is not client:
-            old.close()
-        return client
+    def use(self, client: "BaseClient | str", **options: Any) -> "Client":
+        """Make ``client`` (or ``"sandbox"`` / ``"service"``) the connection of every layer."""
+        from mediagen_nb.client.connection import use
 
-    def use_sandbox(self) -> "Client":
-        from mediagen_nb.client import Client
+        chosen = use(client, **options)
+        assert chosen is not None
+        return chosen
 
-        return self.use(Client(sandbox=True))
-
-    def use_service(self, api_key: str | None = None, base_url: str | None = None) -> "Client":
-        """The service from the environment (or the key and address given)."""
-        from mediagen_nb.client import Client
-
-        return self.use(Client(api_key, base_url=base_url))
-
-    def remember(self, item: "Generation | Any") -> None:
-        self.history.append(item)
+    def remember(self, item: Any) -> None:
+        """Keep ``item`` in the history once (a reused result is not a new entry)."""
+        if not any(getattr(old, "id", None) == getattr(item, "id", object()) for old in self.history):
+            self.history.append(item)
+        else:
+            self.history = [item if getattr(old, "id", None) == item.id else old for old in self.history]
 
 
 SESSION = Session()
