@@ -3,16 +3,19 @@
 nbval starts one kernel per notebook, in the notebook collector's setup, which pytest runs inside
 the setup of the notebook's first cell, after this hook. The kernel inherits this process's
 environment, so the hook sets it just before: the embedded sandbox's clock at ``NBVAL_TIME_SCALE``
-(600 simulated seconds per real second; the notebooks default to 30), and no ``MEDIAGEN_API_KEY``
+(600 simulated seconds per real second; the notebooks default to 30), no ``MEDIAGEN_API_KEY``
 or ``MEDIAGEN_BASE_URL``, so a key in the developer's shell never sends CI's notebooks to the real
-service. The previous values come back when the last notebook cell is done (and at the end of
-the session), so tests outside this folder never see them.
+service, and a ledger of the test session's own (``MEDIAGEN_LEDGER``). The previous values come
+back when the last notebook cell is done (and at the end of the session), so tests outside this
+folder never see them.
 
 ``MEDIAGEN_NBVAL_SERVICE=1`` keeps the key, the base URL and the time scale of the environment:
 the notebooks then run against the service (or a sandbox) they name, and spend what they say.
 """
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +24,9 @@ SETTINGS = {
     "MEDIAGEN_TIME_SCALE": NBVAL_TIME_SCALE,
     "MEDIAGEN_API_KEY": None,  # None: removed for the kernels
     "MEDIAGEN_BASE_URL": None,
+    "MEDIAGEN_BUDGET": None,
+    # The notebooks' paid starts go to a ledger of this test session, not the developer's own.
+    "MEDIAGEN_LEDGER": str(Path(tempfile.mkdtemp(prefix="mediagen-nbval-")) / "ledger.sqlite"),
 }
 _saved: dict[str, str | None] | None = None
 

@@ -1,10 +1,14 @@
 """Shared fixtures: a fresh sandbox per test, reached over real HTTP (in-process ASGI or uvicorn)."""
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
+from mediagen_nb.client import connection
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client import spending as budgets
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
@@ -38,3 +42,33 @@ def served() -> Iterator[Sandbox]:
     """A sandbox served by uvicorn on 127.0.0.1 (for tests that need a real socket)."""
     with Sandbox(SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True)) as sandbox:
         yield sandbox
+
+
+@pytest.fixture(autouse=True)
+def own_ledger(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test writes paid starts to a ledger of its own, with a budget of its own (none set, nothing
+    spent) and no current client: the process shares these by design; a test starts from none of them.
+    """
+    path = tmp_path_factory.mktemp("ledger") / "ledger.sqlite"
+    monkeypatch.setenv(ledgers.ENV_LEDGER, str(path))
+    monkeypatch.delenv(budgets.ENV_BUDGET, raising=False)
+    monkeypatch.setattr(budgets, "_budget", budgets.Budget())
+    connection.use(None)
+    yield path
+    _close_current()
+    with ledgers._opened_lock:
+        for ledger in ledgers._opened.values():
+            ledger.close()
+        ledgers._opened.clear()
+
+
+def _close_current() -> None:
+    """Close the clients the test made current (on the background loop for the async one)."""
+    made, made_async = connection._client, connection._async
+    connection.use(None)
+    if made is not None:
+        made.close()
+    if made_async is not None:
+        from mediagen_nb.batch import loop
+
+        loop.submit(made_async.aclose()).result(10)

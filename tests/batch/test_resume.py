@@ -89,7 +89,7 @@ def charged_ids(service: Service) -> set[str]:
 def ledger_generations(path: Path) -> dict[str, str]:
     """Idempotency key -> generation id, as the sweep's own SQLite ledger recorded them."""
     with sqlite3.connect(path) as db:
-        return dict(db.execute("SELECT key, generation_id FROM rows WHERE generation_id IS NOT NULL"))
+        return dict(db.execute("SELECT key, resource_id FROM starts WHERE resource_id IS NOT NULL"))
 
 
 @pytest.mark.timeout(120)

@@ -275,7 +275,8 @@ def test_submit_returns_at_once_counts_progress_and_cancel_keeps_what_finished(
     while handle.progress["done"] < 15 and time.monotonic() < deadline:
         time.sleep(0.01)
     seen = handle.progress
-    assert 15 <= seen["done"] < 120 and seen["credits"] == seen["done"]
+    # every started row shows its charge (1 credit each), finished or in flight
+    assert 15 <= seen["done"] < 120 and seen["spent"] == seen["done"] + seen["running"]
     handle.cancel()
     out = handle.result(timeout=30)
     assert handle.done() and handle.result() is out
@@ -303,5 +304,5 @@ def test_ledger_is_sqlite_in_wal_mode_with_every_started_row(service: Service, t
     out = run(service, prompts(4), "flare-1-swift", ledger)
     with sqlite3.connect(ledger) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        rows = db.execute("SELECT generation_id, status, credits FROM rows").fetchall()
+        rows = db.execute("SELECT resource_id, status, credits FROM starts").fetchall()
     assert sorted(rows) == sorted((g, "succeeded", 1) for g in out["generation_id"])

@@ -129,7 +129,7 @@ def read_in_threads(clients: list[Client], generation_id: str, total: int, threa
 def assert_rolling(traffic: Traffic, total: int) -> None:
     """Never more than 60 sends in any 1 s window, no 429, and at least two windows for 150 sends."""
     times = traffic.times()
-    assert len(times) == total
+    assert len(times) == total, (traffic.statuses, Counter(p for _, p, _ in traffic.sent))
     assert busiest_window(times) <= LIMIT
     assert busiest_window(times) >= LIMIT - 5  # it did use the budget: paced, not crawling
     assert traffic.statuses == Counter({200: total})

@@ -9,9 +9,11 @@ import asyncio
 import inspect
 import itertools
 import json
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,10 +24,9 @@ from mediagen_nb.client import (
     AsyncClient,
     BadRequestError,
     Client,
-    ConnectionFailed,
     ReplicationRun,
-    ServerError,
     ShortVideoJob,
+    StartUncertain,
     ValidationError,
     VideoOptions,
     WaitTimeout,
@@ -110,6 +111,11 @@ class Harness:
 
     def ledger(self) -> list[dict[str, Any]]:
         return list(self.sandbox.world.accounts.ledger)
+
+    @property
+    def other_ledger(self) -> str:
+        """A second client-side ledger file (another machine's), which knows none of this test's starts."""
+        return str(Path(tempfile.mkdtemp(prefix="mediagen-other-")) / "ledger.sqlite")
 
 
 @pytest.fixture(params=["sync", "async"])
@@ -306,16 +312,18 @@ async def test_replicate_with_defaults(h: Harness) -> None:
 
 @pytest.mark.anyio
 async def test_replicate_unknown_model_lists_the_models(h: Harness) -> None:
-    """A model outside the replication list: BadRequestError naming every allowed model, nothing charged."""
+    """A model outside the replication list: refused by the client with the service's message naming
+    every allowed model; nothing is sent, nothing charged."""
     ready = await ready_analysis(h)
     before = h.ledger()
-    with pytest.raises(BadRequestError) as raised:
+    with pytest.raises(ValidationError) as raised:
         await h.call("replicate", ready.id, model_id="gpt-image-2")
     error = raised.value
-    assert error.status == 400 and error.message.startswith("Unknown replication model")
+    assert error.sent is False and error.field == "modelId"
+    assert error.message.startswith("Unknown replication model")
     assert all(model in error.message for model in REPLICATION_MODELS)
     assert h.ledger() == before
-    assert len(h.traffic.to("POST", path("replicate", id=ready.id))) == 1  # a 400 is not retried
+    assert h.traffic.to("POST", path("replicate", id=ready.id)) == []
 
 
 @pytest.mark.anyio
@@ -341,9 +349,10 @@ async def test_analyze_link_rules_and_replay(h: Harness) -> None:
     assert empty.value.sent is False and len(h.traffic.requests) == sent
 
     first = await h.call("analyze", TIKTOK, idempotency_key="analysis-1")
-    second = await h.call("analyze", TIKTOK, idempotency_key="analysis-1")
-    assert second.id == first.id
-    assert h.traffic.status_of("POST", path("analyze"))[-2:] == [201, 200]
+    second = await h.call("analyze", TIKTOK, idempotency_key="analysis-1")  # found in the ledger
+    elsewhere = await h.call("analyze", TIKTOK, idempotency_key="analysis-1", ledger=h.other_ledger)
+    assert second.id == first.id == elsewhere.id and second.reused and elsewhere.reused is False
+    assert h.traffic.status_of("POST", path("analyze"))[-2:] == [201, 200]  # the service's own replay
     assert len([e for e in h.ledger() if e["kind"] == "charge"]) == 1
 
 
@@ -411,11 +420,13 @@ async def test_make_video_with_every_option_until_done(h: Harness) -> None:
 
 @pytest.mark.anyio
 async def test_make_video_idempotency_key_returns_the_same_job(h: Harness) -> None:
-    """The same idempotency key (in the body) returns the original job, not a second charge."""
+    """The same idempotency key (in the body) returns the original job, not a second charge: from the
+    ledger without a request, and from the service (another machine's ledger) by the key."""
     first = await h.call("make_video", "a topic", idempotency_key="video-7")
     second = await h.call("make_video", "a topic", idempotency_key="video-7")
+    elsewhere = await h.call("make_video", "a topic", idempotency_key="video-7", ledger=h.other_ledger)
     other = await h.call("make_video", "a topic", idempotency_key="video-8")
-    assert second.id == first.id and other.id != first.id
+    assert second.id == first.id == elsewhere.id and other.id != first.id and second.reused
     assert h.traffic.status_of("POST", path("job_start")) == [201, 200, 201]
     assert [r[3][wire.JOB_IDEMPOTENCY] for r in h.traffic.to("POST", path("job_start"))] == [
         "video-7",
@@ -461,13 +472,15 @@ async def test_reedit_makes_a_new_job(h: Harness) -> None:
 @pytest.mark.parametrize("fault", ["drop", "500"])
 async def test_reedit_is_not_sent_twice_after_an_ambiguous_failure(h: Harness, fault: str) -> None:
     """reedit has no idempotency key: after a broken connection or a 500 it may have started, so the
-    client raises instead of retrying (a retry could make and charge a second job); 503 is retried."""
+    client raises StartUncertain instead of retrying (a retry could make and charge a second job);
+    503 is retried."""
     job = await h.call("make_video", "reedit once", seconds=20)
     await h.call("wait_job", job, poll=POLL, timeout=WAIT)
     await h.faults(script=[fault], routes=["reedit"])
     jobs_before = len(h.sandbox.world.topic.jobs)
-    with pytest.raises((ConnectionFailed, ServerError)):
+    with pytest.raises(StartUncertain) as raised:
         await h.call("reedit", job.id, flow="karaoke")
+    assert "may have started" in raised.value.message
     assert len(h.traffic.to("POST", path("reedit", id=job.id))) == 1
     assert len(h.sandbox.world.topic.jobs) - jobs_before == (1 if fault == "drop" else 0)
     await h.faults(script=["503"], routes=["reedit"])

@@ -6,10 +6,12 @@ recorded with httpx event hooks on the transport, never by mocking the client.
 
 import itertools
 import random
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,6 +33,7 @@ from mediagen_nb.client import (
     RateLimitError,
     RetryPolicy,
     ServerError,
+    StartUncertain,
     ValidationError,
 )
 from mediagen_nb.client.errors import from_response
@@ -244,9 +247,12 @@ async def test_async_start_keeps_one_idempotency_key_and_one_charge(served: bool
 def test_caller_idempotency_key_is_sent_verbatim(
     client: Client, fast_served: Sandbox, traffic: Traffic
 ) -> None:
-    """A caller's key goes out unchanged; the same key returns the same generation, charged once."""
+    """A caller's key goes out unchanged; the same key returns the same generation, charged once: from
+    the ledger with no request, and from the service (a second ledger, another machine's) by the key."""
     first = client.run("gpt-image-2", IMAGE, idempotency_key="order-42")
-    second = client.run("gpt-image-2", IMAGE, idempotency_key="order-42")
+    again = client.run("gpt-image-2", IMAGE, idempotency_key="order-42")
+    assert again.id == first.id and again.reused and len(traffic.to(RUN_PATH)) == 1
+    second = client.run("gpt-image-2", IMAGE, idempotency_key="order-42", ledger=other_ledger())
     assert [s.idempotency_key for s in traffic.to(RUN_PATH)] == ["order-42", "order-42"]
     assert second.id == first.id
     charges = [e for e in Control(fast_served).ledger() if e["kind"] == "charge"]
@@ -257,11 +263,16 @@ def test_caller_idempotency_key_is_cut_at_255(client: Client, fast_served: Sandb
     """Only the first 255 characters count: the client sends those, and two keys sharing them are one."""
     stem = "k" * spec_limits.IDEMPOTENCY_KEY_CHARS
     first = client.run("gpt-image-2", IMAGE, idempotency_key=stem + "-first-tail")
-    second = client.run("gpt-image-2", IMAGE, idempotency_key=stem + "-another-tail")
+    second = client.run("gpt-image-2", IMAGE, idempotency_key=stem + "-another-tail", ledger=other_ledger())
     assert [s.idempotency_key for s in traffic.to(RUN_PATH)] == [stem, stem]
     assert second.id == first.id
     assert len(fast_served.world.generations.items) == 1
     assert len([e for e in Control(fast_served).ledger() if e["kind"] == "charge"]) == 1
+
+
+def other_ledger() -> str:
+    """A second client-side ledger file (another machine's), which knows none of this test's starts."""
+    return str(Path(tempfile.mkdtemp(prefix="mediagen-other-")) / "ledger.sqlite")
 
 
 def test_each_start_gets_its_own_generated_key(client: Client, traffic: Traffic) -> None:
@@ -350,12 +361,13 @@ def test_key_cap_reached_is_not_retried(fast_served: Sandbox, traffic: Traffic) 
 
 
 def test_max_attempts_default_is_six(client: Client, fast_served: Sandbox, traffic: Traffic) -> None:
-    """Seven scripted 500s: the default policy gives up with ServerError after six requests."""
+    """Seven scripted 500s: the default policy gives up after six requests, saying the start may have
+    been accepted (a 500 is ambiguous) and that running it again resumes it at no cost."""
     control = Control(fast_served)
     control.faults(script=["500"] * 7, routes=["run"])
-    with pytest.raises(ServerError) as raised:
+    with pytest.raises(StartUncertain) as raised:
         client.run("gpt-image-2", IMAGE)
-    assert raised.value.status == 500 and raised.value.retryable
+    assert "Internal server error" in raised.value.message and "resumes it at no cost" in raised.value.message
     runs = traffic.to(RUN_PATH)
     assert len(runs) == RetryPolicy().max_attempts == 6
     assert len({s.idempotency_key for s in runs}) == 1

@@ -110,7 +110,7 @@ def test_open_returns_the_form_below_the_grid(browser: Catalog) -> None:
 
 
 def test_catalog_uses_the_session_client_and_renders(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(SESSION, "_client", client)
+    SESSION.use(client)  # the autouse fixture forgets it after the test
     b = catalog()
     assert b.client is client and len(b.models) == 130
     bundle = b._repr_mimebundle_()

@@ -543,7 +543,9 @@ def test_listed_price_text(client: Client) -> None:
 
 
 def test_form_renders_as_its_widget(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(SESSION, "_client", client)  # form() without a client uses the session's
+    SESSION.use(
+        client
+    )  # form() without a client uses the session's  # the autouse fixture forgets it after the test
     f = form("zonos2")
     try:
         assert f.client is client

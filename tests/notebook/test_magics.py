@@ -6,148 +6,27 @@ option or a client-side validation sent nothing. Errors must arrive as IPython U
 short line, the service's message), never as a traceback.
 """
 
-import atexit
 import getpass
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
+from _shell import TIME_SCALE, Notebook, assert_short
 from IPython.core.completer import provisionalcompleter
 from IPython.core.displaypub import CapturingDisplayPublisher
-from IPython.core.error import UsageError
-from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
-from traitlets.config import Config
 
-from mediagen_nb.client import Client, Estimate, Generation, Limits, Model, ReplicationRun, ShortVideoJob
+from mediagen_nb.client import Estimate, Generation, Model, ReplicationRun, ShortVideoJob
 from mediagen_nb.client import config as client_config
 from mediagen_nb.notebook.live import Live
 from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol.paths import PATHS
-from mediagen_nb.sandbox import Sandbox
 
-TIME_SCALE = 600.0
 TIKTOK = "https://www.tiktok.com/@demo/video/7301"  # a platform link: the sandbox downloads nothing
-
-
-@dataclass
-class Notebook:
-    """A shell with the extension loaded, its sandbox, the session client and what that client sent."""
-
-    shell: InteractiveShell
-    sandbox: Sandbox
-    control: httpx.Client  # the sandbox's /_sandbox/ endpoints
-    requests: list[httpx.Request] = field(default_factory=list)
-    transports: list[httpx.Client] = field(default_factory=list)  # closed after the test
-
-    def http(self) -> httpx.Client:
-        """An httpx client that records every request into ``requests``."""
-        client = httpx.Client(event_hooks={"request": [self.requests.append]})
-        self.transports.append(client)
-        return client
-
-    @property
-    def ns(self) -> dict[str, Any]:
-        return self.shell.user_ns
-
-    def run(self, source: str) -> ExecutionResult:
-        """Run one cell as a notebook would."""
-        return self.shell.run_cell(source)
-
-    def ok(self, source: str) -> Any:
-        """Run a cell that must succeed; its value."""
-        result = self.run(source)
-        assert result.success, result.error_in_exec or result.error_before_exec
-        return result.result
-
-    def usage_error(self, source: str) -> str:
-        """Run a cell that must fail with a UsageError (IPython prints it; no traceback); its text."""
-        result = self.run(source)
-        assert isinstance(result.error_in_exec, UsageError), repr(result.error_in_exec)
-        return str(result.error_in_exec)
-
-    def sent(self, endpoint: str, method: str | None = None) -> list[httpx.Request]:
-        """Requests the session client sent to ``endpoint`` (a name in ``PATHS`` without parameters)."""
-        return [
-            r
-            for r in self.requests
-            if r.url.path == PATHS[endpoint] and (method is None or r.method == method)
-        ]
-
-    def post(self, control: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.control.post(PATHS[control], json=body)
-        response.raise_for_status()
-        return response.json()["data"]
-
-    def balance(self) -> int:
-        return int(self.control.get(PATHS["sandbox_account"]).json()["data"]["balance"])
-
-    def new_key(self, **body: Any) -> str:
-        return str(self.post("sandbox_keys", body)["key"])
-
-    def use_key(self, key: str) -> None:
-        """Make the magics use ``key`` on this sandbox (recorded like the fixture's client)."""
-        SESSION.use(
-            Client(
-                key,
-                base_url=self.sandbox.base_url,
-                limits=Limits(time_scale=TIME_SCALE),
-                http_client=self.http(),
-            )
-        )
-
-    def generation(self, result: Generation) -> Any:
-        """The sandbox's own record of a generation (what it really received)."""
-        return self.sandbox.world.generations.items[result.id]
-
-
-@pytest.fixture
-def nb(
-    served: Sandbox, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> Iterator[Notebook]:
-    """A fresh InteractiveShell with ``%load_ext mediagen_nb`` and a session client on ``served``."""
-    monkeypatch.chdir(tmp_path)  # the local ledger (.mediagen/ledger.sqlite) goes here
-    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
-    for name in (client_config.ENV_KEY, client_config.ENV_BASE_URL, client_config.ENV_TIME_SCALE):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])  # the shell replaces it
-    monkeypatch.setattr(SESSION, "_client", None)  # restored after the test; history too
-    monkeypatch.setattr(SESSION, "history", [])
-    InteractiveShell.clear_instance()
-    config = Config()
-    config.HistoryManager.enabled = False
-    shell = InteractiveShell.instance(config=config)
-    atexit.unregister(shell.atexit_operations)
-    control = httpx.Client(base_url=str(served.base_url), timeout=10)
-    notebook = Notebook(shell, served, control)
-    SESSION.use(Client.for_sandbox(served, http_client=notebook.http()))
-    try:
-        shell.run_line_magic("load_ext", "mediagen_nb")
-        yield notebook
-    finally:
-        out, err = capsys.readouterr()
-        sys.stdout.write(out)
-        sys.stderr.write(err)
-        SESSION.client.close()
-        for client in notebook.transports:
-            client.close()
-        control.close()
-        InteractiveShell.clear_instance()
-    assert "Traceback" not in out + err, "a magic printed a traceback"
-
-
-def assert_short(message: str, starts: str) -> None:
-    """A service error as the magics show it: ``mediagen: <status> <the service's message>``."""
-    assert message.startswith(starts), message
-    assert "\n" not in message and len(message) < 300, message
-    assert "Traceback" not in message
 
 
 # -- %%generate: the cell body is plain text -----------------------------------------------------
@@ -390,8 +269,11 @@ def test_service_errors_are_short_messages(
     setup(nb)
     before = nb.balance()
     assert_short(nb.usage_error(f"%%generate gpt-image-2 -o out\n{body}"), expected)
-    assert "out" not in nb.ns
-    if not expected.startswith("mediagen: 404"):  # the 404 case reset the sandbox (and its balance)
+    if expected.startswith("mediagen: 404"):  # the 404 case reset the sandbox (and its balance)
+        # it had started: the cell keeps the started generation (its id), though it can no longer be read
+        assert nb.ns["out"].status == "processing" and nb.ns["out"].id
+    else:
+        assert "out" not in nb.ns, "a refused start makes nothing to keep"
         assert nb.balance() == before, "a refused or failed start must cost nothing"
 
 
@@ -442,15 +324,29 @@ def test_usage_lines(nb: Notebook) -> None:
 # -- %replicate, %%make_video, %mediagen reedit ------------------------------------------------------
 
 
-def test_replicate_estimate_reads_the_blueprint_and_renders_nothing(
+def test_replicate_estimate_pays_nothing_then_analyze_once_and_reuse(
     nb: Notebook, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """--estimate before any analysis pays nothing and says what the analysis costs; --analyze pays
+    the 5 credits once; --estimate then prices the render from that analysis; the render reuses it."""
     nb.ns["link"] = TIKTOK
-    analysis = nb.ok("%replicate {{link}} --clips 0,2 --estimate -o plan")
-    assert nb.ns["plan"] is analysis and analysis.status == "ready" and analysis.blueprint is not None
+    assert nb.ok("%replicate {{link}} --clips 0,2 --estimate -o plan") is None
     out = capsys.readouterr().out
-    assert "clip 0:" in out and "about 40 credits at most: 2 clips x 20 credits" in out
+    assert "the analysis costs 5 credits" in out and "Nothing was charged" in out
+    assert nb.sent("analyze") == [] and nb.charges() == []
+
+    analysis = nb.ok("%replicate {{link}} --clips 0,2 --analyze -o plan")
+    assert nb.ns["plan"] is analysis and analysis.status == "ready" and analysis.blueprint is not None
+    assert "clip 0:" in capsys.readouterr().out
+    again = nb.ok("%replicate {{link}} --clips 0,2 --estimate -o plan")
+    assert again.id == analysis.id and again.reused
+    assert "about 40 credits: 2 clips x 20 credits" in capsys.readouterr().out
     assert nb.sent("replicate") == [] and nb.sandbox.world.replication.runs == {}
+    assert [(e["resource"], e["credits"]) for e in nb.charges()] == [("analysis", 5)]
+
+    run = nb.ok("%replicate {{link}} --clips 0,2 -o rep")  # reuses the analysis: no second 5 credits
+    assert run.status == "done" and run.analysis_id == analysis.id
+    assert len(nb.sent("analyze")) == 1 and [e["resource"] for e in nb.charges()].count("analysis") == 1
 
 
 def test_replicate_renders_with_the_options_given(nb: Notebook) -> None:
@@ -465,19 +361,27 @@ def test_replicate_renders_with_the_options_given(nb: Notebook) -> None:
     assert run.total_clips == 1 and run.output_video_url
 
 
-def test_replicate_errors(nb: Notebook) -> None:
+def test_replicate_checks_every_option_before_it_pays(nb: Notebook) -> None:
+    """A typo in any option is refused before the analysis is started: no request, nothing charged."""
     assert nb.usage_error(f"%replicate {TIKTOK} --clips 0,x").startswith("--clips '0,x': give clip indexes")
     assert nb.usage_error(f"%replicate {TIKTOK} -o 2x").startswith("-o '2x'")
-    assert nb.sent("analyze") == []  # refused before the analysis charged its 5 credits
-    assert_short(nb.usage_error("%replicate http://example.com/a.mp4"), "mediagen: 400 URL must be https")
     assert_short(
         nb.usage_error(f"%replicate {TIKTOK} --model nope"), "mediagen: 400 Unknown replication model"
     )
-    assert_short(
-        nb.usage_error(f"%replicate {TIKTOK} --clips 0,99"), "mediagen: 400 Clip selection is out of range"
-    )
-    message = nb.usage_error(f"%replicate {TIKTOK} --qualty low")
-    assert "did you mean --quality?" in message
+    for option, message in (
+        ("--quality ultra", "mediagen: 400 quality must be one of: low, medium, high"),
+        ("--accuracy precise", "mediagen: 400 accuracy must be one of: fast, balanced, exact"),
+        ("--marketing-aspect 4:3", "mediagen: 400 marketingAspect must be one of: 9:16, 16:9"),
+        ("--character http://example.com/face.png", "mediagen: 400 characterImage must be an https URL"),
+    ):
+        assert_short(nb.usage_error(f"%replicate {TIKTOK} {option}"), message)
+    assert "did you mean --quality?" in nb.usage_error(f"%replicate {TIKTOK} --qualty low")
+    assert nb.sent("analyze") == [] and nb.charges() == []  # refused before the analysis charged 5
+    assert_short(nb.usage_error("%replicate http://example.com/a.mp4"), "mediagen: 400 URL must be https")
+    # a clip index past the video's clips is known only after the analysis: refused before rendering
+    message = nb.usage_error(f"%replicate {TIKTOK} --clips 0,99")
+    assert message.startswith("--clips 0,99: this video has") and "nothing was rendered" in message
+    assert nb.sent("replicate") == [] and [e["resource"] for e in nb.charges()] == ["analysis"]
 
 
 def test_make_video_then_reedit(nb: Notebook) -> None:
@@ -517,9 +421,8 @@ def test_models_model_history_and_usage(nb: Notebook) -> None:
     assert image.id in repr(history) and image.url in repr(history)
 
     usage = nb.ok("%mediagen usage")
-    assert isinstance(usage, UsageTable) and usage.rows()[0] == ("gpt-image-2", 1, 3)
-    assert usage.rows()[-1][1:] == (1, 3)
-    assert (Path.cwd() / ".mediagen" / "ledger.sqlite").exists()  # the working folder's own ledger
+    assert isinstance(usage, UsageTable) and usage.rows()[0] == ("gpt-image-2", "magic", 1, 3, "")
+    assert usage.rows()[-1][2:4] == (1, 3) and usage.rows()[-1][0].startswith("total ")
 
 
 def test_key_is_never_echoed_or_stored(nb: Notebook, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
