@@ -10,6 +10,7 @@ STATUS_NAMES = {
     401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
+    405: "Method Not Allowed",
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",

@@ -7,7 +7,7 @@ from typing import Any
 
 from mediagen_nb.protocol import limits, messages
 from mediagen_nb.sandbox.clock import Clock
-from mediagen_nb.sandbox.errors import ServiceError, bad_request
+from mediagen_nb.sandbox.responses import ServiceError, bad_request
 
 DEMO_ACCOUNT = "demo"
 DEMO_KEY = "pk_live_sandbox_demo_key"

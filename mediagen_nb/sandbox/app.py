@@ -1,5 +1,7 @@
 """The sandbox's ASGI app: every route of the service's three roots plus the ``/_sandbox/`` controls."""
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -10,7 +12,7 @@ from starlette.routing import Route
 
 from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT, SANDBOX_ROOT, TOPIC_ROOT
 from mediagen_nb.sandbox import catalog_api, control, generations, replication, topic_video
-from mediagen_nb.sandbox.errors import error_response
+from mediagen_nb.sandbox.responses import error_response
 from mediagen_nb.sandbox.world import SandboxConfig, World
 
 # Share-page names hold a slash (``r/<run id>``).
@@ -48,12 +50,23 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
 
 
+# Real seconds a stopping server gives webhook deliveries in flight (each is one attempt, never retried).
+DRAIN_SECONDS = 2.0
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    """On shutdown of a served sandbox, let webhooks already sent finish their one attempt."""
+    yield
+    await app.state.world.outbox.drain(DRAIN_SECONDS)
+
+
 def create_app(config: SandboxConfig | None = None) -> Starlette:
     """A new sandbox app with its own state (``app.state.world``)."""
     routes: list[Any] = [Route("/", _index, methods=["GET"])]
     for module in (catalog_api, generations, replication, topic_video):
         routes += [Route(_path(name), endpoint, methods=[method]) for name, method, endpoint in module.ROUTES]
     routes += [Route(_path(name), endpoint, methods=methods) for name, methods, endpoint in control.ROUTES]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error}, lifespan=_lifespan)
     app.state.world = World(config or SandboxConfig())
     return app

@@ -7,8 +7,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from mediagen_nb.protocol import messages, wire
 from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS
 from mediagen_nb.sandbox import catalog
-from mediagen_nb.sandbox.errors import not_found
-from mediagen_nb.sandbox.routing import Ctx, ok, service_endpoint
+from mediagen_nb.sandbox.responses import not_found, ok
+from mediagen_nb.sandbox.routing import Ctx, service_endpoint
 
 
 def _relative(name: str) -> str:

@@ -10,8 +10,8 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from mediagen_nb.sandbox.errors import ServiceError, bad_request, error_response
-from mediagen_nb.sandbox.routing import Ctx, ok
+from mediagen_nb.sandbox.responses import ServiceError, bad_request, error_response, ok
+from mediagen_nb.sandbox.routing import Ctx
 from mediagen_nb.sandbox.world import World
 
 
@@ -105,7 +105,7 @@ async def clock(request: Request) -> Response:
 @_guarded
 async def webhooks(request: Request) -> Response:
     """GET /_sandbox/webhooks: every webhook sent, with headers, body and delivery result."""
-    return ok({"webhooks": list(_world(request).webhooks.outbox)})
+    return ok({"webhooks": list(_world(request).outbox.sent)})
 
 
 async def _file(request: Request) -> Response:

@@ -13,9 +13,9 @@ from mediagen_nb.protocol import limits, messages, schema, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
-from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
-from mediagen_nb.sandbox.routing import Ctx, delegate, ok
+from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, ok, too_many
+from mediagen_nb.sandbox.routing import Ctx, delegate
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -110,7 +110,7 @@ class Generations:
         model = _model(body.get("modelId"))
         webhook = body.get("webhook")
         if webhook is not None and not estimate:
-            await self.world.webhooks.check(webhook)
+            await self.world.outbox.check(webhook)
         values = body.get("input")
         if not isinstance(values, dict):
             raise bad_request(messages.INPUT_NOT_OBJECT)
@@ -259,7 +259,7 @@ class Generations:
                 for k, v in gen.public(world).items()
                 if k in ("id", "modelId", "status", "output", "error")
             }
-            world.webhooks.send(gen.webhook, payload)
+            world.outbox.send(gen.webhook, payload)
 
     def _outputs(self, gen: Generation) -> list[str]:
         world, model, values = self.world, gen.model, gen.input

@@ -52,9 +52,9 @@ from mediagen_nb.protocol import limits, messages, schema, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
-from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
-from mediagen_nb.sandbox.routing import Ctx, delegate, ok
+from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, ok, too_many
+from mediagen_nb.sandbox.routing import Ctx, delegate
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -766,7 +766,7 @@ class Replication:
         marketing = _choice(body, "marketingAspect", MARKETING_ASPECTS, "9:16")
         webhook = body.get("webhook")
         if webhook is not None:
-            await self.world.webhooks.check(webhook)
+            await self.world.outbox.check(webhook)
         return RunRequest(
             catalog.BY_ID[model_id], quality, accuracy, clips, image, captions, audio, marketing, webhook
         )
@@ -973,9 +973,7 @@ class Replication:
     def _notify(self, run: Run) -> None:
         """The run's webhook: its resource fields plus ``event: replication.completed``."""
         if run.webhook:
-            self.world.webhooks.send(
-                run.webhook, {**run.public(self.world), "event": "replication.completed"}
-            )
+            self.world.outbox.send(run.webhook, {**run.public(self.world), "event": "replication.completed"})
 
     async def read_run(self, ctx: Ctx) -> "Response":
         """GET /v1/runs/{id}: the caller's run, advanced to now; 404 ``Run not found`` otherwise."""

@@ -2,19 +2,18 @@
 
 import asyncio
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.accounts import Caller
-from mediagen_nb.sandbox.errors import ServiceError, bad_request, error_response, too_many
+from mediagen_nb.sandbox.responses import ServiceError, bad_request, error_response, too_many
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -26,14 +25,6 @@ START_ROUTES = frozenset({"run", "analyze", "replicate", "job_start", "reedit"})
 class DroppedConnection(httpx.RemoteProtocolError):
     """Raised mid-response by a ``drop`` fault: over HTTP the socket closes with the body incomplete;
     in-process (``httpx.ASGITransport``) the client sees this same transport error."""
-
-
-class _DropFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], DroppedConnection))
-
-
-logging.getLogger("uvicorn.error").addFilter(_DropFilter())
 
 
 class DroppedResponse(Response):
@@ -76,11 +67,6 @@ class Ctx:
         if not isinstance(body, dict):
             raise bad_request("Request body must be a JSON object")
         return body
-
-
-def ok(data: Any, status: int = 200) -> JSONResponse:
-    """The ``success``/``data`` envelope."""
-    return JSONResponse({"success": True, "data": data}, status_code=status)
 
 
 Handler = Callable[[Ctx], Awaitable[Response]]

@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 from mediagen_nb.protocol import limits, messages, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.accounts import Caller
-from mediagen_nb.sandbox.errors import ServiceError, bad_request, not_found, too_many
 from mediagen_nb.sandbox.media import MediaSpec
-from mediagen_nb.sandbox.routing import Ctx, delegate, ok
+from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, ok, too_many
+from mediagen_nb.sandbox.routing import Ctx, delegate
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -351,7 +351,7 @@ class TopicVideo:
         edit = _edit(body, Edit(DEFAULT_FLOW, True, True))
         webhook = body.get(wire.JOB_WEBHOOK)
         if webhook is not None:
-            await self.world.webhooks.check(webhook)
+            await self.world.outbox.check(webhook)
         return Plan(
             topic=cut_topic(topic.strip()) if topic and topic.strip() else None,
             seconds=seconds,
@@ -567,7 +567,7 @@ class TopicVideo:
         if job.credits_used:
             self.world.accounts.refund(job.caller, job.credits_used, "job", job.id, note="failed")
         if job.webhook:
-            self.world.webhooks.send(job.webhook, {"jobId": job.id, "status": job.status, "error": job.error})
+            self.world.outbox.send(job.webhook, {"jobId": job.id, "status": job.status, "error": job.error})
 
     def _finish(self, job: Job) -> None:
         """Write the video, poster and edit report; the job is done; send its webhook."""
@@ -594,7 +594,7 @@ class TopicVideo:
                 "videoUrl": job.video_url,
                 "creditsSpent": job.credits_used,
             }
-            world.webhooks.send(job.webhook, payload)
+            world.outbox.send(job.webhook, payload)
 
     def _own(self, ctx: Ctx) -> Job:
         """The caller's job named in the path, advanced to now; 404 ``Job not found`` otherwise."""

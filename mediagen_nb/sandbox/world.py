@@ -14,9 +14,9 @@ from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.accounts import Accounts
 from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
-from mediagen_nb.sandbox.limits import RollingWindow
 from mediagen_nb.sandbox.media import MediaSpec, MediaStore
-from mediagen_nb.sandbox.webhooks import Webhooks
+from mediagen_nb.sandbox.outbox import Outbox
+from mediagen_nb.sandbox.windows import RollingWindow
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class World:
         self.config = config
         self.clock = Clock(config.time_scale)
         self.media = MediaStore(config.data_dir)
-        self.webhooks = Webhooks(
+        self.outbox = Outbox(
             config.webhook_secret,
             allow_private=config.allow_private_webhooks,
             deliver_public=config.deliver_public_webhooks,
@@ -89,9 +89,6 @@ class World:
         """Register a file and return its URL on this sandbox."""
         return base_url + path("sandbox_media", name=self.media.add(spec))
 
-    def sample_url(self, base_url: str, name: str) -> str:
-        return base_url + path("sandbox_samples", name=name)
-
     def info(self) -> dict[str, Any]:
         return {
             "timeScale": self.clock.scale,
@@ -106,7 +103,7 @@ class World:
                 "replicationRuns": len(self.replication.runs),
                 "jobs": len(self.topic.jobs),
                 "ledgerEntries": len(self.accounts.ledger),
-                "webhooks": len(self.webhooks.outbox),
+                "webhooks": len(self.outbox.sent),
             },
             "faults": self.faults.describe(),
         }

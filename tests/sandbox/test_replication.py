@@ -71,7 +71,7 @@ def message(response: httpx.Response) -> str:
 
 
 def webhook_bodies(sandbox: Sandbox) -> list[dict[str, Any]]:
-    return [json.loads(entry["body"]) for entry in sandbox.world.webhooks.outbox]
+    return [json.loads(entry["body"]) for entry in sandbox.world.outbox.sent]
 
 
 async def other_client(api: httpx.AsyncClient, sandbox: Sandbox) -> httpx.AsyncClient:
@@ -417,7 +417,7 @@ async def test_run_states_outputs_charges_and_webhook(
     assert entries(sandbox, run_id, "refund") == []
     assert all(e["credits"] == take.credits for e, take in zip(charges, run.takes, strict=True))
     assert {e["modelId"] for e in charges} == {"seedance-2-fast-i2v"}
-    [hook] = [w for w in sandbox.world.webhooks.outbox if json.loads(w["body"]).get("id") == run_id]
+    [hook] = [w for w in sandbox.world.outbox.sent if json.loads(w["body"]).get("id") == run_id]
     assert hook["url"] == HOOK and hook["headers"]["User-Agent"] == "Service-Webhook/1"
     assert json.loads(hook["body"]) == {**done, "event": "replication.completed"}
     output = await api.get(done["outputVideoUrl"])

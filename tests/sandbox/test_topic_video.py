@@ -53,7 +53,7 @@ def message(response: httpx.Response) -> str:
 
 
 def hooks_for(sandbox: Sandbox, job_id: str) -> list[dict[str, Any]]:
-    bodies = [json.loads(entry["body"]) for entry in sandbox.world.webhooks.outbox]
+    bodies = [json.loads(entry["body"]) for entry in sandbox.world.outbox.sent]
     return [body for body in bodies if body.get("jobId") == job_id]
 
 
