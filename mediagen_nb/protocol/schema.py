@@ -109,8 +109,13 @@ def length_billed_field(schema: Mapping[str, Any], pricing: Mapping[str, Any] | 
 
 
 def url_extension(url: str) -> str:
-    """Lower-case extension of the URL's path, with the dot (``.mp3``), or ``""``."""
-    name = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
+    """Lower-case extension of the URL's path, with the dot (``.mp3``), or ``""`` (also for a URL that
+    cannot be parsed, such as one with an unclosed IPv6 bracket)."""
+    try:
+        url_path = urlsplit(url).path
+    except ValueError:
+        return ""
+    name = unquote(url_path).rsplit("/", 1)[-1]
     return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 

@@ -7,8 +7,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from mediagen_nb.protocol import messages, wire
 from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS
 from mediagen_nb.sandbox import catalog
+from mediagen_nb.sandbox.pipeline import Call
 from mediagen_nb.sandbox.responses import not_found, ok
-from mediagen_nb.sandbox.routing import Ctx, service_endpoint
 
 
 def _relative(name: str) -> str:
@@ -154,40 +154,28 @@ def llms_text() -> str:
     return "\n".join(lines) + "\n"
 
 
-@service_endpoint("models", authenticated=False)
-async def models(ctx: Ctx) -> Response:
+async def models(call: Call) -> Response:
     """GET /v1/models."""
-    return ok({wire.MODELS_LIST: [catalog.record(m, ctx.base_url) for m in catalog.MODELS]})
+    return ok({wire.MODELS_LIST: [catalog.record(m, call.base_url) for m in catalog.MODELS]})
 
 
-@service_endpoint("model", authenticated=False)
-async def model(ctx: Ctx) -> Response:
+async def model(call: Call) -> Response:
     """GET /v1/models/{id}: the record plus ``example`` when one exists."""
-    found = catalog.BY_ID.get(ctx.request.path_params["id"])
+    found = catalog.BY_ID.get(call.path("id"))
     if found is None:
         raise not_found(messages.model_not_found(catalog.BY_ID))
-    record = catalog.record(found, ctx.base_url)
-    example = catalog.example_record(found, ctx.base_url)
+    record = catalog.record(found, call.base_url)
+    example = catalog.example_record(found, call.base_url)
     if example is not None:
         record["example"] = example
     return ok(record)
 
 
-@service_endpoint("openapi", authenticated=False)
-async def openapi(ctx: Ctx) -> Response:
+async def openapi(call: Call) -> Response:
     """GET /v1/openapi.json."""
-    return JSONResponse(openapi_document(ctx.base_url))
+    return JSONResponse(openapi_document(call.base_url))
 
 
-@service_endpoint("llms_txt", authenticated=False)
-async def llms_txt(ctx: Ctx) -> Response:
+async def llms_txt(call: Call) -> Response:
     """GET /v1/llms.txt."""
     return PlainTextResponse(llms_text())
-
-
-ROUTES = [
-    ("models", "GET", models),
-    ("model", "GET", model),
-    ("openapi", "GET", openapi),
-    ("llms_txt", "GET", llms_txt),
-]

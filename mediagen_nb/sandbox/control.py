@@ -10,60 +10,37 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from mediagen_nb.sandbox.responses import ServiceError, bad_request, error_response, ok
-from mediagen_nb.sandbox.routing import Ctx
+from mediagen_nb.sandbox.pipeline import json_object
+from mediagen_nb.sandbox.responses import bad_request, ok
 from mediagen_nb.sandbox.world import World
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def _world(request: Request) -> World:
     return request.app.state.world
 
 
-async def _ctx(request: Request) -> Ctx:
-    return Ctx(_world(request), request, None, None)
-
-
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def _guarded(handler: Endpoint) -> Endpoint:
-    """Render a ServiceError raised by a control handler like the service would."""
-
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except ServiceError as exc:
-            return error_response(exc.status, exc.message)
-
-    endpoint.__name__ = handler.__name__
-    endpoint.__doc__ = handler.__doc__
-    return endpoint
-
-
-@_guarded
 async def info(request: Request) -> Response:
     """GET /_sandbox/info: time scale, seed, counts and the fault plan."""
     return ok(_world(request).info())
 
 
-@_guarded
 async def create_key(request: Request) -> Response:
     """POST /_sandbox/keys: a new key (optional name, monthlyCap, state, expires, account)."""
     world = _world(request)
-    key = world.accounts.create_key(await (await _ctx(request)).body())
+    key = world.accounts.create_key(await json_object(request))
     return ok(key.public(world.clock, reveal=True), 201)
 
 
-@_guarded
 async def account(request: Request) -> Response:
     """GET or POST /_sandbox/account: read, or set balance, plan and suspended."""
     world = _world(request)
     if request.method == "GET":
         return ok(world.accounts.account(request.query_params.get("account", "demo")).public())
-    return ok(world.accounts.update_account(await (await _ctx(request)).body()).public())
+    return ok(world.accounts.update_account(await json_object(request)).public())
 
 
-@_guarded
 async def ledger(request: Request) -> Response:
     """GET /_sandbox/ledger: every charge and refund, optionally of one account or resource id."""
     entries = _world(request).accounts.ledger
@@ -74,16 +51,14 @@ async def ledger(request: Request) -> Response:
     return ok({"entries": entries})
 
 
-@_guarded
 async def faults(request: Request) -> Response:
     """GET or POST /_sandbox/faults: read or replace the fault plan."""
     world = _world(request)
     if request.method == "GET":
         return ok(world.faults.describe())
-    return ok(world.faults.configure(await (await _ctx(request)).body()))
+    return ok(world.faults.configure(await json_object(request)))
 
 
-@_guarded
 async def reset(request: Request) -> Response:
     """POST /_sandbox/reset: back to a fresh demo account, no resources, no faults."""
     world = _world(request)
@@ -91,18 +66,16 @@ async def reset(request: Request) -> Response:
     return ok(world.info())
 
 
-@_guarded
 async def clock(request: Request) -> Response:
     """POST /_sandbox/clock: ``{"advance": seconds}`` jumps simulated time forward."""
     world = _world(request)
-    advance = (await (await _ctx(request)).body()).get("advance", 0)
+    advance = (await json_object(request)).get("advance", 0)
     if isinstance(advance, bool) or not isinstance(advance, (int, float)) or advance < 0:
         raise bad_request("advance must be a number of simulated seconds, 0 or more")
     world.clock.advance(float(advance))
     return ok({"now": world.clock.iso()})
 
 
-@_guarded
 async def webhooks(request: Request) -> Response:
     """GET /_sandbox/webhooks: every webhook sent, with headers, body and delivery result."""
     return ok({"webhooks": list(_world(request).outbox.sent)})
@@ -134,19 +107,3 @@ async def app_page(request: Request) -> Response:
         f"<!doctype html><title>mediagen sandbox</title><h1>Sandbox web app: {page}</h1>"
         "<p>The sandbox has no web app. Top up with <code>POST /_sandbox/account</code>.</p>"
     )
-
-
-# (path name, methods, endpoint)
-ROUTES = [
-    ("sandbox_info", ["GET"], info),
-    ("sandbox_keys", ["POST"], create_key),
-    ("sandbox_account", ["GET", "POST"], account),
-    ("sandbox_ledger", ["GET"], ledger),
-    ("sandbox_faults", ["GET", "POST"], faults),
-    ("sandbox_reset", ["POST"], reset),
-    ("sandbox_webhooks", ["GET"], webhooks),
-    ("sandbox_clock", ["POST"], clock),
-    ("sandbox_media", ["GET"], media),
-    ("sandbox_samples", ["GET"], samples),
-    ("sandbox_app", ["GET"], app_page),
-]

@@ -53,8 +53,8 @@ from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec, measure_seconds
+from mediagen_nb.sandbox.pipeline import Call as Ctx
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, ok, too_many
-from mediagen_nb.sandbox.routing import Ctx, delegate
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -574,7 +574,7 @@ class Replication:
 
     async def analyze(self, ctx: Ctx) -> "Response":
         """POST /v1/analyze: link rules, then the Idempotency-Key, then length, cap, balance and charge."""
-        source = classify((await ctx.body()).get("url"))
+        source = classify((await ctx.json()).get("url"))
         key = _idempotency_key(ctx)
         if key is None:
             return await self._create_analysis(ctx, source, None)
@@ -593,7 +593,7 @@ class Replication:
         """The source's length in seconds and frame shape: measured for a file, drawn for a platform link."""
         if source.platform is None:
             try:
-                data = await fetch.download(source.url, self.world.media)
+                data = await fetch.download(source.url, self.world.own_file)
             except fetch.Unreachable:
                 raise bad_request(messages.media_not_reachable("video")) from None
             seconds, aspect = await asyncio.to_thread(_probe, data, schema.url_extension(source.url))
@@ -774,7 +774,7 @@ class Replication:
     async def replicate(self, ctx: Ctx) -> "Response":
         """POST .../replicate: body rules, then the Idempotency-Key, then readiness, clips, cap, balance."""
         analysis = self._own_analysis(ctx)
-        request = await self._run_request(await ctx.body())
+        request = await self._run_request(await ctx.json())
         key = _idempotency_key(ctx)
         if key is None:
             return await self._create_run(ctx, analysis, request, None)
@@ -850,7 +850,7 @@ class Replication:
         if schema.url_extension(url) not in limits.LENGTH_BILLED_EXTENSIONS:
             raise bad_request(messages.UNSUPPORTED_MEDIA_FORMAT)
         try:
-            await fetch.download(url, self.world.media)
+            await fetch.download(url, self.world.own_file)
         except fetch.Unreachable:
             raise bad_request(messages.media_not_reachable("audio")) from None
 
@@ -982,13 +982,3 @@ class Replication:
             raise not_found(messages.RUN_NOT_FOUND)
         self.advance(run)
         return ok(run.public(self.world))
-
-
-# (path name in mediagen_nb.protocol.paths.PATHS, method, endpoint): mounted by the app.
-ROUTES = [
-    ("analyze", "POST", delegate("analyze", "replication", "analyze")),
-    ("analysis", "GET", delegate("analysis", "replication", "read_analysis")),
-    ("blueprint", "POST", delegate("blueprint", "replication", "build")),
-    ("replicate", "POST", delegate("replicate", "replication", "replicate")),
-    ("replication_run", "GET", delegate("replication_run", "replication", "read_run")),
-]

@@ -14,7 +14,7 @@ import uvicorn
 
 from mediagen_nb.sandbox.accounts import DEMO_KEY
 from mediagen_nb.sandbox.app import create_app
-from mediagen_nb.sandbox.routing import DroppedConnection
+from mediagen_nb.sandbox.pipeline import DroppedConnection
 from mediagen_nb.sandbox.world import SandboxConfig, World
 
 START_TIMEOUT = 15.0

@@ -40,8 +40,8 @@ from mediagen_nb.protocol import limits, messages, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec
+from mediagen_nb.sandbox.pipeline import Call as Ctx
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, ok, too_many
-from mediagen_nb.sandbox.routing import Ctx, delegate
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -364,7 +364,7 @@ class TopicVideo:
 
     async def start(self, ctx: Ctx) -> "Response":
         """POST {topic root}: body rules, then the body idempotency key, then cap, balance and the job."""
-        body = await ctx.body()
+        body = await ctx.json()
         plan = await self._plan(body)
         raw_key = body.get(wire.JOB_IDEMPOTENCY)
         if raw_key is None:
@@ -430,7 +430,7 @@ class TopicVideo:
     async def reedit(self, ctx: Ctx) -> "Response":
         """POST {topic root}/{jobId}/reedit: a new job re-cutting the lip-sync of a caller's job."""
         parent = self._own(ctx)
-        edit = _edit(await ctx.body(), Edit(parent.flow, parent.captions, parent.music))
+        edit = _edit(await ctx.json(), Edit(parent.flow, parent.captions, parent.music))
         if parent.lipsync_url is None or parent.status == "failed":
             raise bad_request(messages.REEDIT_NEEDS_LIPSYNC)
         steps = edit_steps(edit.flow, edit.captions, edit.music, parent.speech_seconds)
@@ -631,13 +631,3 @@ class TopicVideo:
                 },
             }
         )
-
-
-# (path name in mediagen_nb.protocol.paths.PATHS, method, endpoint): mounted by the app in this order, so
-# ``options`` is matched before ``{jobId}``.
-ROUTES = [
-    ("job_start", "POST", delegate("job_start", "topic", "start")),
-    ("job_options", "GET", delegate("job_options", "topic", "options")),
-    ("job", "GET", delegate("job", "topic", "read")),
-    ("reedit", "POST", delegate("reedit", "topic", "reedit")),
-]

@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from mediagen_nb.protocol import limits
-from mediagen_nb.protocol.paths import path
+from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.sandbox.accounts import Accounts
 from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
+from mediagen_nb.sandbox.fetch import Unreachable
 from mediagen_nb.sandbox.media import MediaSpec, MediaStore
 from mediagen_nb.sandbox.outbox import Outbox
 from mediagen_nb.sandbox.windows import RollingWindow
+
+_OWN_PREFIXES = tuple(PATHS[name].split("{", 1)[0] for name in ("sandbox_media", "sandbox_samples"))
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class World:
     """The sandbox's state; ``reset()`` returns it to a fresh demo account."""
 
     def __init__(self, config: SandboxConfig) -> None:
-        from mediagen_nb.sandbox.generations import Generations
+        from mediagen_nb.sandbox.generation.models import Generations
         from mediagen_nb.sandbox.replication import Replication
         from mediagen_nb.sandbox.topic_video import TopicVideo
 
@@ -88,6 +91,15 @@ class World:
     def media_url(self, base_url: str, spec: MediaSpec) -> str:
         """Register a file and return its URL on this sandbox."""
         return base_url + path("sandbox_media", name=self.media.add(spec))
+
+    async def own_file(self, url_path: str) -> bytes | None:
+        """The bytes of one of the sandbox's own files by its URL path; None for any other path."""
+        if not url_path.startswith(_OWN_PREFIXES):
+            return None
+        found = await self.media.read(url_path.rsplit("/", 1)[-1])
+        if found is None:
+            raise Unreachable(url_path)
+        return found[0]
 
     def info(self) -> dict[str, Any]:
         return {
