@@ -14,6 +14,7 @@ from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT,
 from mediagen_nb.sandbox import catalog_api, control
 from mediagen_nb.sandbox.generation import handlers as generation
 from mediagen_nb.sandbox.pipeline import Call, Handler, control_endpoint, service_endpoint
+from mediagen_nb.sandbox.replication import handlers as replication
 
 # Path parameters that may hold a slash: share pages (``r/<run id>``).
 _CONVERTERS = {"sandbox_app": ("{page}", "{page:path}")}
@@ -69,11 +70,11 @@ ROUTES: list[Route] = [
     _service("generation", "GET", generation.read),
     _service("estimate", "POST", generation.estimate),
     # Replication API
-    _service("analyze", "POST", _legacy("replication", "analyze"), start=True),
-    _service("analysis", "GET", _legacy("replication", "read_analysis")),
-    _service("blueprint", "POST", _legacy("replication", "build")),
-    _service("replicate", "POST", _legacy("replication", "replicate"), start=True),
-    _service("replication_run", "GET", _legacy("replication", "read_run")),
+    _service("analyze", "POST", replication.analyze, start=True),
+    _service("analysis", "GET", replication.read_analysis),
+    _service("blueprint", "POST", replication.build_blueprint),
+    _service("replicate", "POST", replication.replicate, start=True),
+    _service("replication_run", "GET", replication.read_run),
     # Topic-to-video API: ``options`` before ``{jobId}``, which would match it.
     _service("job_start", "POST", _legacy("topic", "start"), start=True),
     _service("job_options", "GET", _legacy("topic", "options")),

@@ -39,7 +39,7 @@ class World:
 
     def __init__(self, config: SandboxConfig) -> None:
         from mediagen_nb.sandbox.generation.models import Generations
-        from mediagen_nb.sandbox.replication import Replication
+        from mediagen_nb.sandbox.replication.models import Replication
         from mediagen_nb.sandbox.topic_video import TopicVideo
 
         self.config = config
