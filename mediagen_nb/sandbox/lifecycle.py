@@ -8,11 +8,14 @@
   a paid step of a running job charges as it starts, or gives the reason it cannot.
 * Outcomes: each run's fate (succeed, fail, time out) comes from the fault plan, and a run that would
   outlast the time limit (15 minutes plus 5 s per second of input media, 30 minutes at most) times out.
+* Paid steps: a replication run's takes and a short-video job's steps run one after another, each
+  charged as it starts and settled as it ends, advanced whenever simulated time has passed a moment.
 * Ownership: another account's resource is answered like an unknown one (404).
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
 from mediagen_nb.protocol import limits, messages
@@ -136,6 +139,57 @@ def plan(faults: Faults, runtime: float, media_seconds: float = 0.0) -> tuple[Ou
 def timed_out(started_at: float, ended_at: float) -> str:
     """The failed run's error: ``Generation timed out after N minutes; credits refunded``."""
     return messages.generation_timed_out(round((ended_at - started_at) / 60, 1))
+
+
+@dataclass(kw_only=True)
+class PaidStep:
+    """One generation of a longer job, placed in simulated time: charged as it starts, settled as it ends."""
+
+    outcome: Outcome = SUCCEED
+    start_at: float = 0.0
+    end_at: float = 0.0
+    charged: bool = False
+    settled: bool = False
+
+
+S = TypeVar("S", bound=PaidStep)
+
+
+def lay_out(steps: Sequence[S], start: float, plan_step: Callable[[S], float]) -> None:
+    """Place ``steps`` one after another from ``start``; ``plan_step`` sets a step's outcome and returns
+    how long it takes."""
+    at = start
+    for step in steps:
+        step.start_at = at
+        step.end_at = at = at + plan_step(step)
+
+
+def moments(steps: Iterable[PaidStep], *more: float) -> list[float]:
+    """The simulated times something happens to ``steps`` (and ``more``), in order, once each."""
+    return sorted({*(s.start_at for s in steps), *(s.end_at for s in steps), *more})
+
+
+def advance_steps(
+    steps: Sequence[S],
+    now: float,
+    running: Callable[[], bool],
+    begin: Callable[[S], bool],
+    end: Callable[[S], None],
+) -> bool:
+    """Apply, in order, every step event whose time has come: ``begin`` (charge; False stops the job)
+    as a step starts, ``end`` as it ends. True once every step has ended and the job still runs."""
+    for step in steps:
+        if not running():
+            return False
+        if step.settled:
+            continue
+        if not step.charged and (now < step.start_at or not begin(step)):
+            return False
+        if now < step.end_at:
+            return False
+        step.settled = True
+        end(step)
+    return running()
 
 
 class Owned(Protocol):

@@ -13,8 +13,9 @@ from starlette.routing import Route
 from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT, SANDBOX_ROOT, TOPIC_ROOT
 from mediagen_nb.sandbox import catalog_api, control
 from mediagen_nb.sandbox.generation import handlers as generation
-from mediagen_nb.sandbox.pipeline import Call, Handler, control_endpoint, service_endpoint
+from mediagen_nb.sandbox.pipeline import Handler, control_endpoint, service_endpoint
 from mediagen_nb.sandbox.replication import handlers as replication
+from mediagen_nb.sandbox.topic_video import handlers as topic_video
 
 # Path parameters that may hold a slash: share pages (``r/<run id>``).
 _CONVERTERS = {"sandbox_app": ("{page}", "{page:path}")}
@@ -52,13 +53,6 @@ async def index(request: Request) -> Response:
     )
 
 
-def _legacy(service: str, method: str) -> Handler:
-    async def handler(call: Call) -> Response:
-        return await getattr(getattr(call.world, service), method)(call)  # type: ignore[no-any-return]
-
-    return handler
-
-
 ROUTES: list[Route] = [
     Route("/", index, methods=["GET"]),
     # Generation API: catalog (no key, not counted), runs, estimates.
@@ -76,10 +70,10 @@ ROUTES: list[Route] = [
     _service("replicate", "POST", replication.replicate, start=True),
     _service("replication_run", "GET", replication.read_run),
     # Topic-to-video API: ``options`` before ``{jobId}``, which would match it.
-    _service("job_start", "POST", _legacy("topic", "start"), start=True),
-    _service("job_options", "GET", _legacy("topic", "options")),
-    _service("job", "GET", _legacy("topic", "read")),
-    _service("reedit", "POST", _legacy("topic", "reedit"), start=True),
+    _service("job_start", "POST", topic_video.start, start=True),
+    _service("job_options", "GET", topic_video.options),
+    _service("job", "GET", topic_video.read),
+    _service("reedit", "POST", topic_video.reedit, start=True),
     # Sandbox controls: no key, no faults, never under the service's roots.
     _control("sandbox_info", ["GET"], control.info),
     _control("sandbox_keys", ["POST"], control.create_key),

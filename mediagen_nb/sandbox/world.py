@@ -40,7 +40,7 @@ class World:
     def __init__(self, config: SandboxConfig) -> None:
         from mediagen_nb.sandbox.generation.models import Generations
         from mediagen_nb.sandbox.replication.models import Replication
-        from mediagen_nb.sandbox.topic_video import TopicVideo
+        from mediagen_nb.sandbox.topic_video.models import TopicVideo
 
         self.config = config
         self.clock = Clock(config.time_scale)

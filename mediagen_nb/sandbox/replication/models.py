@@ -260,9 +260,8 @@ class Replication:
         self.runs[run_id] = run
         self.advance(run)
         now = world.clock.now()
-        for at in sorted({*(t.start_at for t in takes), *(t.end_at for t in takes), run.done_at}):
+        for at in lifecycle.moments(takes, run.done_at, run.done_at + MARKETING_DELAY_SECONDS):
             world.schedule(at - now, self._advancer(run))
-        world.schedule(run.done_at + MARKETING_DELAY_SECONDS - now, self._advancer(run))
         return run_id
 
     def _advancer(self, run: Run) -> Callable[[], None]:
@@ -287,27 +286,24 @@ class Replication:
     def _schedule_takes(self, run_id: str, model: catalog.ModelSpec, takes: list[Take]) -> None:
         """Draw every take's model outcome and place the takes one after another from now."""
         rng = self.world.rng("run", run_id)
-        at = self.world.clock.now()
-        for take in takes:
+
+        def plan_take(take: Take) -> float:
             runtime = catalog.simulated_runtime(model, take.input, None) * rng.lognormvariate(0, 0.2)
             take.outcome, runtime = lifecycle.plan(self.world.faults, runtime, take.seconds)
-            take.start_at, take.end_at = at, at + runtime
-            at += runtime
+            return runtime
+
+        lifecycle.lay_out(takes, self.world.clock.now(), plan_take)
 
     def advance(self, run: Run) -> None:
         """Apply every event of the run whose simulated time has come, in order."""
         now = self.world.clock.now()
-        for take in run.takes:
-            if run.status != states.GENERATING:
-                break
-            if take.settled:
-                continue
-            if not take.charged and (now < take.start_at or not self._charge(run, take)):
-                return
-            if now < take.end_at:
-                return
-            self._settle_take(run, take)
-        if run.status == states.GENERATING:
+        if lifecycle.advance_steps(
+            run.takes,
+            now,
+            lambda: run.status == states.GENERATING,
+            lambda take: self._charge(run, take),
+            lambda take: self._settle_take(run, take),
+        ):
             run.status = states.STITCHING
         if run.status == states.STITCHING and now >= run.done_at:
             self._finish(run)
@@ -336,7 +332,6 @@ class Replication:
 
     def _settle_take(self, run: Run, take: Take) -> None:
         """Count a finished take's clips, or refund it and fail the run."""
-        take.settled = True
         if take.outcome == lifecycle.SUCCEED:
             run.done_clips += len(take.clips)
             return

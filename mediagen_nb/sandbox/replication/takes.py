@@ -23,18 +23,13 @@ TAKE_MAX_SECONDS = 12.0
 
 
 @dataclass
-class Take:
+class Take(lifecycle.PaidStep):
     """One generation of a run: consecutive clips rendered together."""
 
     clips: tuple[int, ...]
     seconds: float
     credits: int
     input: dict[str, Any]  # what the take is priced and timed by
-    start_at: float = 0.0
-    end_at: float = 0.0
-    outcome: lifecycle.Outcome = lifecycle.SUCCEED
-    charged: bool = False
-    settled: bool = False
 
 
 def pack(
