@@ -55,7 +55,7 @@ class Sandbox:
 
     def __repr__(self) -> str:
         where = self.base_url or "in-process"
-        return f"<Sandbox {where} time_scale={self.config.time_scale:g} seed={self.config.seed}>"
+        return f"<Sandbox {where} time_scale={self.config.time_scale:g} seed={self.world.seed}>"
 
     def transport(self) -> httpx.ASGITransport:
         """An httpx transport that calls the app directly (async clients only)."""

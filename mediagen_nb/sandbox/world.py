@@ -27,7 +27,9 @@ class SandboxConfig:
     """How a sandbox behaves; every option of ``python -m mediagen_nb.sandbox``."""
 
     time_scale: float = 1.0  # 60 = a simulated minute passes in one real second
-    seed: int = 0  # run times, ids, media and random faults are reproducible from it
+    # Ids, run times, media and random faults are reproducible from an explicit seed; None draws a new
+    # one at every start and reset (shown by /_sandbox/info), so a restarted sandbox never repeats ids.
+    seed: int | None = None
     allow_private_webhooks: bool = False  # accept and deliver loopback (http or https) webhooks
     deliver_public_webhooks: bool = False  # really POST to public hosts (off: recorded only)
     data_dir: Path | None = None  # rendered media are cached here across restarts
@@ -61,8 +63,9 @@ class World:
         self.accounts = Accounts(self.clock)
         self.requests = RollingWindow(self.clock, limits.REQUESTS_PER_KEY, limits.WINDOW_SECONDS)
         self.starts = RollingWindow(self.clock, limits.STARTS_PER_ACCOUNT, limits.WINDOW_SECONDS)
-        self.faults = Faults(self.config.seed)
-        self._ids = random.Random(self.config.seed)
+        self.seed = self.config.seed if self.config.seed is not None else secrets.randbits(63)
+        self.faults = Faults(self.seed)
+        self._ids = random.Random(self.seed)
         generations, replication, topic = self._services
         self.generations = generations(self)
         self.replication = replication(self)
@@ -74,7 +77,7 @@ class World:
 
     def rng(self, *parts: object) -> random.Random:
         """A generator seeded by the sandbox seed and ``parts`` (a resource id, a purpose)."""
-        return random.Random(":".join(map(str, (self.config.seed, *parts))))
+        return random.Random(":".join(map(str, (self.seed, *parts))))
 
     def schedule(self, sim_seconds: float, callback: Callable[[], Any]) -> None:
         """Call ``callback`` after ``sim_seconds`` of simulated time; cancelled by ``reset()``."""
@@ -104,7 +107,8 @@ class World:
     def info(self) -> dict[str, Any]:
         return {
             "timeScale": self.clock.scale,
-            "seed": self.config.seed,
+            "seed": self.seed,
+            "seedGiven": self.config.seed is not None,
             "now": self.clock.iso(),
             "allowPrivateWebhooks": self.config.allow_private_webhooks,
             "counts": {
