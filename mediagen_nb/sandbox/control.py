@@ -1,4 +1,4 @@
-"""Sandbox-only endpoints under ``/_sandbox/``: keys, account, ledger, faults, reset, info, media.
+"""Sandbox-only endpoints under ``/_sandbox/``: keys, account, ledger, faults, reset, info, media, uploads.
 
 None of these exist on the real service; they let tests and notebooks set up a situation
 (a suspended account, a capped key, a 503 storm) and check what was charged.
@@ -8,10 +8,12 @@ import html
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 
+from mediagen_nb.protocol.paths import path
+from mediagen_nb.sandbox import uploads as upload_rules
 from mediagen_nb.sandbox.pipeline import json_object
-from mediagen_nb.sandbox.responses import bad_request, ok
+from mediagen_nb.sandbox.responses import bad_request, error_response, ok
 from mediagen_nb.sandbox.world import World
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -84,7 +86,7 @@ async def webhooks(request: Request) -> Response:
 async def _file(request: Request) -> Response:
     found = await _world(request).media.read(request.path_params["name"])
     if found is None:
-        return JSONResponse({"statusCode": 404, "message": "File not found", "error": "Not Found"}, 404)
+        return error_response(404, "File not found")
     data, content_type = found
     headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
     return Response(data, media_type=content_type, headers=headers)
@@ -98,6 +100,43 @@ async def media(request: Request) -> Response:
 async def samples(request: Request) -> Response:
     """GET /_sandbox/samples/{name}: sample inputs (face.png, voice.wav, clip.mp4, ...)."""
     return await _file(request)
+
+
+def _upload_url(request: Request, name: str) -> str:
+    return str(request.base_url).rstrip("/") + path("sandbox_upload", name=name)
+
+
+async def put_upload(request: Request) -> Response:
+    """PUT /_sandbox/uploads/{name}: store the raw body; 201 when new, 200 when the bytes were there."""
+    declared = request.headers.get("content-length")
+    size = int(declared) if declared is not None and declared.isdigit() else None
+    upload, created = await _world(request).uploads.put(request.path_params["name"], request.stream(), size)
+    data = {"url": _upload_url(request, upload.name), "name": upload.name, "bytes": upload.bytes}
+    return ok({**data, "sha256": upload.sha256}, 201 if created else 200)
+
+
+async def get_upload(request: Request) -> Response:
+    """GET /_sandbox/uploads/{name}: an uploaded file, with the content type of its extension."""
+    name = request.path_params["name"]
+    found = _world(request).uploads.path(name)
+    if found is None:
+        return error_response(404, "File not found")
+    headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
+    return FileResponse(found, media_type=upload_rules.content_type(name), headers=headers)
+
+
+async def list_uploads(request: Request) -> Response:
+    """GET /_sandbox/uploads: every stored upload with its URL and size, and the store's caps."""
+    store = _world(request).uploads
+    files = [{"url": _upload_url(request, u.name), "name": u.name, "bytes": u.bytes} for u in store.stored()]
+    return ok(
+        {
+            "uploads": files,
+            "totalBytes": sum(f["bytes"] for f in files),
+            "maxTotalBytes": store.max_total_bytes,
+            "maxFileBytes": upload_rules.MAX_FILE_BYTES,
+        }
+    )
 
 
 async def app_page(request: Request) -> Response:

@@ -17,8 +17,9 @@ from mediagen_nb.sandbox.pipeline import Handler, control_endpoint, service_endp
 from mediagen_nb.sandbox.replication import handlers as replication
 from mediagen_nb.sandbox.topic_video import handlers as topic_video
 
-# Path parameters that may hold a slash: share pages (``r/<run id>``).
-_CONVERTERS = {"sandbox_app": ("{page}", "{page:path}")}
+# Path parameters that may hold a slash: share pages (``r/<run id>``), and upload names (so a name
+# with a slash reaches the handler and is refused with a message, not a bare 404).
+_CONVERTERS = {"sandbox_app": ("{page}", "{page:path}"), "sandbox_upload": ("{name}", "{name:path}")}
 
 
 def _path(name: str) -> str:
@@ -85,5 +86,8 @@ ROUTES: list[Route] = [
     _control("sandbox_clock", ["POST"], control.clock),
     _control("sandbox_media", ["GET"], control.media),
     _control("sandbox_samples", ["GET"], control.samples),
+    _control("sandbox_uploads", ["GET"], control.list_uploads),
+    _control("sandbox_upload", ["PUT"], control.put_upload),
+    _control("sandbox_upload", ["GET"], control.get_upload),
     _control("sandbox_app", ["GET"], control.app_page),
 ]

@@ -17,9 +17,11 @@ from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.fetch import Unreachable
 from mediagen_nb.sandbox.media import MediaSpec, MediaStore
 from mediagen_nb.sandbox.outbox import Outbox
+from mediagen_nb.sandbox.uploads import Uploads
 from mediagen_nb.sandbox.windows import RollingWindow
 
-_OWN_PREFIXES = tuple(PATHS[name].split("{", 1)[0] for name in ("sandbox_media", "sandbox_samples"))
+_MEDIA_PREFIXES = tuple(PATHS[name].split("{", 1)[0] for name in ("sandbox_media", "sandbox_samples"))
+_UPLOADS_PREFIX = PATHS["sandbox_upload"].split("{", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class World:
         self.config = config
         self.clock = Clock(config.time_scale)
         self.media = MediaStore(config.data_dir)
+        self.uploads = Uploads(config.data_dir)
         self.outbox = Outbox(
             config.webhook_secret,
             allow_private=config.allow_private_webhooks,
@@ -97,12 +100,17 @@ class World:
 
     async def own_file(self, url_path: str) -> bytes | None:
         """The bytes of one of the sandbox's own files by its URL path; None for any other path."""
-        if not url_path.startswith(_OWN_PREFIXES):
+        name = url_path.rsplit("/", 1)[-1]
+        if url_path.startswith(_UPLOADS_PREFIX):
+            data = await self.uploads.read(name)
+        elif url_path.startswith(_MEDIA_PREFIXES):
+            found = await self.media.read(name)
+            data = found[0] if found is not None else None
+        else:
             return None
-        found = await self.media.read(url_path.rsplit("/", 1)[-1])
-        if found is None:
+        if data is None:
             raise Unreachable(url_path)
-        return found[0]
+        return data
 
     def info(self) -> dict[str, Any]:
         return {
@@ -120,6 +128,7 @@ class World:
                 "jobs": len(self.topic.jobs),
                 "ledgerEntries": len(self.accounts.ledger),
                 "webhooks": len(self.outbox.sent),
+                "uploads": len(self.uploads.stored()),
             },
             "faults": self.faults.describe(),
         }
