@@ -26,7 +26,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
             "modelId": {"type": "string", "enum": [m.id for m in catalog.MODELS]},
             "input": {
                 "description": "Validated against the model's schema, components.schemas.Input_<modelId>.",
-                "oneOf": [{"$ref": f"#/components/schemas/Input_{m.id}"} for m in catalog.MODELS],
+                "anyOf": [{"$ref": f"#/components/schemas/Input_{m.id}"} for m in catalog.MODELS],
             },
             "webhook": {"type": "string", "format": "uri", "description": "https URL on a public host"},
         },

@@ -5,6 +5,7 @@ None of these exist on the real service; they let tests and notebooks set up a s
 """
 
 import html
+import math
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
@@ -12,6 +13,7 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import uploads as upload_rules
+from mediagen_nb.sandbox.clock import MAX_SKIP_SECONDS
 from mediagen_nb.sandbox.pipeline import json_object
 from mediagen_nb.sandbox.responses import bad_request, error_response, ok
 from mediagen_nb.sandbox.world import World
@@ -74,7 +76,10 @@ async def clock(request: Request) -> Response:
     advance = (await json_object(request)).get("advance", 0)
     if isinstance(advance, bool) or not isinstance(advance, (int, float)) or advance < 0:
         raise bad_request("advance must be a number of simulated seconds, 0 or more")
-    world.clock.advance(float(advance))
+    try:
+        world.clock.advance(float(advance) if advance <= MAX_SKIP_SECONDS else math.inf)
+    except ValueError as exc:
+        raise bad_request(f"advance: {exc}") from None
     return ok({"now": world.clock.iso()})
 
 

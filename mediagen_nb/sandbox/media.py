@@ -644,7 +644,7 @@ SAMPLES: dict[str, MediaSpec | Callable[[], bytes]] = {
     ),
 }
 
-_PREVIEW = re.compile(r"preview-([^/\\\x00]+)\.png")
+_PREVIEW = re.compile(r"preview-([a-z0-9][a-z0-9._-]{0,79})\.png")  # a catalog-like model id
 
 
 # ------------------------------------------------------------------------------------------------ store
