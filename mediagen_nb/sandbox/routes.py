@@ -11,7 +11,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT, SANDBOX_ROOT, TOPIC_ROOT
-from mediagen_nb.sandbox import catalog_api, control
+from mediagen_nb.sandbox import control
+from mediagen_nb.sandbox.catalog import handlers as catalog
 from mediagen_nb.sandbox.generation import handlers as generation
 from mediagen_nb.sandbox.pipeline import Handler, control_endpoint, service_endpoint
 from mediagen_nb.sandbox.replication import handlers as replication
@@ -57,10 +58,10 @@ async def index(request: Request) -> Response:
 ROUTES: list[Route] = [
     Route("/", index, methods=["GET"]),
     # Generation API: catalog (no key, not counted), runs, estimates.
-    _service("models", "GET", catalog_api.models, key=False),
-    _service("model", "GET", catalog_api.model, key=False),
-    _service("openapi", "GET", catalog_api.openapi, key=False),
-    _service("llms_txt", "GET", catalog_api.llms_txt, key=False),
+    _service("models", "GET", catalog.models, key=False),
+    _service("model", "GET", catalog.model, key=False),
+    _service("openapi", "GET", catalog.openapi, key=False),
+    _service("llms_txt", "GET", catalog.llms_txt, key=False),
     _service("run", "POST", generation.start, start=True),
     _service("generation", "GET", generation.read),
     _service("estimate", "POST", generation.estimate),
