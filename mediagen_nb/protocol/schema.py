@@ -56,7 +56,7 @@ def _check(name: str, prop: Mapping[str, Any], value: Any) -> Any:
         raise InputError(name, messages.not_one_of(name, prop["enum"]))
     kind = prop.get("type")
     if not _is_type(value, kind):
-        raise InputError(name, messages.wrong_type(name, _TYPE_WORDS.get(kind, str(kind))))
+        raise InputError(name, messages.wrong_type(name, _TYPE_WORDS.get(str(kind), str(kind))))
     if kind == "integer" and isinstance(value, float):
         value = int(value)
     low, high = prop.get("minimum"), prop.get("maximum")
@@ -104,7 +104,7 @@ def length_billed_field(schema: Mapping[str, Any], pricing: Mapping[str, Any] | 
     props = schema.get("properties", {})
     for name in (pricing or {}).get("varies_by", []):
         if media_kind(props.get(name, {})) in ("audio", "video"):
-            return name
+            return str(name)
     return None
 
 

@@ -22,7 +22,8 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def _world(request: Request) -> World:
-    return request.app.state.world
+    world: World = request.app.state.world
+    return world
 
 
 async def info(request: Request) -> Response:

@@ -7,12 +7,13 @@ from typing import Any
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]  # installed on 3.10 only
 
 
 def load(package: str, name: str) -> dict[str, Any]:
     """The TOML file ``name`` of ``package`` (e.g. ``mediagen_nb.sandbox.replication``), parsed."""
-    return tomllib.loads(resources.files(package).joinpath(name).read_text(encoding="utf-8"))
+    table: dict[str, Any] = tomllib.loads(resources.files(package).joinpath(name).read_text(encoding="utf-8"))
+    return table
 
 
 def words(table: dict[str, Any], name: str) -> tuple[str, ...]:

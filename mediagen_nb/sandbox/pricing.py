@@ -144,7 +144,7 @@ class PriceRule:
         """A per-unit rate scaled to the default options, and the ``" at resolution 720p"`` saying so."""
         at = ""
         for multiplier in self.multipliers:
-            value = defaults.get(multiplier.field)
+            value: Option = defaults[multiplier.field]  # every multiplied input has a default
             rate *= multiplier.factor(value)
             at += f" {'with' if isinstance(value, bool) else 'at'} {multiplier.setting(value)}"
         return rate, at

@@ -153,6 +153,8 @@ def check(model: ModelSpec) -> None:
         options = [False, True] if props[m.field]["type"] == "boolean" else props[m.field].get("enum", [])
         if not _same_options(m.options(), options):
             problems.append(f"multipliers of {m.field} do not match its options")
+        if "default" not in props[m.field]:
+            problems.append(f"{m.field} needs a default (the listed price is quoted at it)")
     if isinstance(rule, PerMediaSecond) and media_kind(props[rule.field]) not in ("audio", "video"):
         problems.append(f"{rule.field} is not an audio or video field")
     if isinstance(rule, PerOutputSecond) and "default" not in props[rule.field]:

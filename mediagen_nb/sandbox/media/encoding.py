@@ -33,6 +33,7 @@ def wav_bytes(samples: array) -> bytes:
 def _audio_stream(container: av.container.OutputContainer, codec: str, bit_rate: int) -> av.audio.AudioStream:
     """Add a mono 48 kHz `codec` stream; PyAV resamples the 16 kHz frames fed to it."""
     stream = container.add_stream(codec, rate=ENCODED_RATE)
+    assert isinstance(stream, av.AudioStream)
     stream.layout = "mono"
     stream.bit_rate = bit_rate
     return stream

@@ -16,7 +16,8 @@ def measure_seconds(data: bytes, ext: str) -> float | None:
     if reader is None:
         return None
     try:
-        length = float(reader(io.BytesIO(data)).info.length or 0.0)
+        info = reader(io.BytesIO(data)).info
+        length = float(info.length or 0.0) if info is not None else 0.0
     except Exception:  # mutagen's parsers raise assorted errors on garbage; all mean "unreadable"
         return None
     return length if length > 0 and math.isfinite(length) else None
