@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 
+from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import uploads as upload_rules
 from mediagen_nb.sandbox.clock import MAX_SKIP_SECONDS
@@ -92,7 +93,7 @@ async def webhooks(request: Request) -> Response:
 async def _file(request: Request) -> Response:
     found = await _world(request).media.read(request.path_params["name"])
     if found is None:
-        return error_response(404, "File not found")
+        return error_response(404, messages.FILE_NOT_FOUND)
     data, content_type = found
     headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
     return Response(data, media_type=content_type, headers=headers)
@@ -126,7 +127,7 @@ async def get_upload(request: Request) -> Response:
     name = request.path_params["name"]
     found = _world(request).uploads.path(name)
     if found is None:
-        return error_response(404, "File not found")
+        return error_response(404, messages.FILE_NOT_FOUND)
     headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
     return FileResponse(found, media_type=upload_rules.content_type(name), headers=headers)
 

@@ -57,14 +57,12 @@ def _check_tree(body: Any) -> None:
     while stack:
         value, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
-            raise bad_request(f"Request body is nested more than {MAX_JSON_DEPTH} levels deep")
+            raise bad_request(messages.body_too_deep(MAX_JSON_DEPTH))
         if isinstance(value, str):
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
-                raise bad_request(
-                    "Request body must be valid JSON text: a string holds a lone surrogate"
-                ) from None
+                raise bad_request(messages.BODY_NOT_TEXT) from None
         elif isinstance(value, dict):
             stack.extend((item, depth + 1) for pair in value.items() for item in pair)
         elif isinstance(value, list):
@@ -79,11 +77,11 @@ async def json_object(request: Request) -> dict[str, Any]:
     try:
         body = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
     except RecursionError:
-        raise bad_request(f"Request body is nested more than {MAX_JSON_DEPTH} levels deep") from None
+        raise bad_request(messages.body_too_deep(MAX_JSON_DEPTH)) from None
     except ValueError as exc:  # also bad UTF-8 and integers too long to read
-        raise bad_request(f"Request body must be valid JSON ({_reason(exc)})") from None
+        raise bad_request(messages.body_not_json(_reason(exc))) from None
     if not isinstance(body, dict):
-        raise bad_request("Request body must be a JSON object")
+        raise bad_request(messages.BODY_NOT_OBJECT)
     _check_tree(body)
     return body
 

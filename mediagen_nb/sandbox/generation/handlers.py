@@ -2,7 +2,7 @@
 
 from starlette.responses import Response
 
-from mediagen_nb.protocol import limits, wire
+from mediagen_nb.protocol import limits, messages, wire
 from mediagen_nb.sandbox import pricing
 from mediagen_nb.sandbox.pipeline import Call
 from mediagen_nb.sandbox.responses import bad_request, ok
@@ -32,9 +32,7 @@ def wait_seconds(raw: str | None) -> int:
     except ValueError:
         wait = -1
     if not limits.WAIT_MIN_SECONDS <= wait <= limits.WAIT_MAX_SECONDS:
-        raise bad_request(
-            f"wait must be an integer from {limits.WAIT_MIN_SECONDS} to {limits.WAIT_MAX_SECONDS} seconds"
-        )
+        raise bad_request(messages.wait_out_of_range(limits.WAIT_MIN_SECONDS, limits.WAIT_MAX_SECONDS))
     return wait
 
 

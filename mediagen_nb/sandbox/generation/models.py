@@ -218,7 +218,7 @@ class Generations:
             gen.error = (
                 lifecycle.timed_out(gen.created_at, gen.finish_at)
                 if gen.outcome == lifecycle.TIMEOUT
-                else f"Model failed: {gen.model.name} could not produce an output; credits refunded"
+                else messages.model_failed(gen.model.name)
             )
             world.accounts.refund(
                 gen.caller, gen.credits, RESOURCE, gen.id, modelId=gen.model.id, note=gen.status

@@ -125,12 +125,12 @@ class Replication:
                 analysis.status = states.FAILED
                 minutes = round((analysis.ready_at - analysis.created_at) / 60, 1)
                 analysis.error = (
-                    f"Analysis timed out after {minutes:g} minutes; credits refunded"
+                    messages.analysis_timed_out(minutes)
                     if analysis.outcome == lifecycle.TIMEOUT
-                    else "Analysis failed: the video could not be read; credits refunded"
+                    else messages.ANALYSIS_FAILED
                 )
                 world.accounts.refund(
-                    analysis.caller, limits.ANALYSIS_CREDITS, "analysis", analysis.id, note="failed"
+                    analysis.caller, limits.ANALYSIS_CREDITS, "analysis", analysis.id, note=states.FAILED
                 )
         if analysis.build_at is not None and now >= analysis.build_at and analysis.blueprint is not None:
             for clip, prompt in zip(analysis.blueprint["clips"], analysis.prompts, strict=True):
@@ -174,13 +174,13 @@ class Replication:
         analysis = self.analysis(caller, analysis_id)
         reason = None
         if analysis.status == states.ANALYZING:
-            reason = "The analysis is still running; poll it until it is ready"
+            reason = messages.BLUEPRINT_ANALYZING
         elif analysis.status == states.FAILED:
-            reason = "The analysis failed, so there is no shot list to build from"
+            reason = messages.BLUEPRINT_ANALYSIS_FAILED
         elif analysis.build_at is not None:
-            reason = "The blueprint is already being built"
+            reason = messages.BLUEPRINT_BUILDING
         elif not analysis.shot_list_only:
-            reason = "The blueprint is already built"
+            reason = messages.BLUEPRINT_BUILT
         if reason is not None:
             return {wire.BLUEPRINT_STARTED: False, wire.BLUEPRINT_REASON: reason}
         assert analysis.blueprint is not None  # a ready analysis has its shot list
@@ -336,13 +336,15 @@ class Replication:
             run.done_clips += len(take.clips)
             return
         note = run.ledger_note(take)
-        self.world.accounts.refund(run.caller, take.credits, "replication", run.id, **note, note="failed")
+        self.world.accounts.refund(
+            run.caller, take.credits, "replication", run.id, **note, note=states.FAILED
+        )
         reason = (
             lifecycle.timed_out(take.start_at, take.end_at)
             if take.outcome == lifecycle.TIMEOUT
-            else f"{run.model.name} could not render it; its credits were refunded"
+            else messages.clip_model_failed(run.model.name)
         )
-        self._fail(run, f"Clip {', '.join(map(str, take.clips))} failed: {reason}")
+        self._fail(run, messages.clip_failed(", ".join(map(str, take.clips)), reason))
 
     def _fail(self, run: Run, error: str) -> None:
         """End the run as failed and send its webhook."""

@@ -278,7 +278,7 @@ class TopicVideo:
         timed_out = step.outcome == lifecycle.TIMEOUT
         if step.name in CORE_STEPS:
             cause = lifecycle.timed_out(step.start_at, step.end_at) if timed_out else "the model failed"
-            error = f"The {label} step failed ({cause}); every credit the job used was refunded"
+            error = messages.job_step_failed(label, cause)
             self._fail(job, error, step.end_at)
             return
         minutes = round((step.end_at - step.start_at) / 60, 1)
@@ -308,7 +308,7 @@ class TopicVideo:
         job.progress_at_failure = job.progress(at)
         job.status, job.error, job.updated_at = states.FAILED, error, at
         if job.credits_used:
-            self.world.accounts.refund(job.caller, job.credits_used, RESOURCE, job.id, note="failed")
+            self.world.accounts.refund(job.caller, job.credits_used, RESOURCE, job.id, note=states.FAILED)
         if job.webhook:
             self.world.outbox.send(job.webhook, {"jobId": job.id, "status": job.status, "error": job.error})
 
