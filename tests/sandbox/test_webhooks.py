@@ -402,3 +402,27 @@ async def test_no_webhook_without_url(signed: Sandbox, receiver: Receiver) -> No
         await _wait_done(client, response.json()["data"]["id"])
         assert (await client.get(path("sandbox_webhooks"))).json()["data"]["webhooks"] == []
     assert receiver.requests == []
+
+
+def test_stopping_a_served_sandbox_lets_a_webhook_in_flight_finish(receiver: Receiver) -> None:
+    """A webhook already sent gets its one attempt even when the server stops meanwhile (drained on stop)."""
+    receiver.on_receive = lambda: time.sleep(0.8)  # the receiver is still answering when stop() begins
+    sandbox = Sandbox(SandboxConfig(time_scale=600, seed=1, allow_private_webhooks=True)).start()
+    try:
+        assert sandbox.base_url is not None
+        started = httpx.post(
+            sandbox.base_url + path("run"),
+            json={**START, "webhook": receiver.url},
+            headers={"Authorization": f"Bearer {sandbox.demo_key}"},
+            timeout=10,
+        )
+        assert started.status_code == 201, started.text
+        deadline = time.monotonic() + 10
+        while not sandbox.world.outbox.sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [entry] = sandbox.world.outbox.sent
+        assert entry["delivered"] is None, "still in flight when the sandbox stops"
+    finally:
+        sandbox.stop()
+    assert entry["delivered"] is True and entry["receiverStatus"] == 200
+    assert len(receiver.requests) == 1
