@@ -1,4 +1,7 @@
-"""The service's own rules, written once: paths, limits, messages and unshown field names.
+"""The service's own rules, written once: paths, limits, messages, status words and unshown field names.
 
-Both the client and the sandbox read these modules, so a correction to the spec is one line here.
+Both the client and the sandbox read these modules, so a correction to the spec is one line here:
+``paths.py`` (every path, the sandbox's controls too), ``limits.py`` (the Limits table), ``messages.py``
+(every error message), ``states.py`` (every status), ``wire.py`` (field names the spec does not show),
+``schema.py`` (an input checked against a model's ``input_schema``).
 """

@@ -10,6 +10,7 @@ STATUS_NAMES = {
     401: "Unauthorized",
     403: "Forbidden",
     404: "Not Found",
+    405: "Method Not Allowed",
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
@@ -149,3 +150,55 @@ def job_out_of_credits(needed: int, balance: int) -> str:
 
 # Ours: POST {topic-to-video root}/{jobId}/reedit on a job without a paid-for lip-sync.
 REEDIT_NEEDS_LIPSYNC = "Re-edit needs a job that already has its lip-sync video"
+
+
+# Ours: bodies and query values the service refuses before reading them (400).
+BODY_NOT_JSON = "Request body must be valid JSON"
+BODY_NOT_OBJECT = "Request body must be a JSON object"
+BODY_NOT_TEXT = "Request body must be valid JSON text: a string holds a lone surrogate"
+FILE_NOT_FOUND = "File not found"
+
+
+def body_not_json(reason: str) -> str:
+    return f"{BODY_NOT_JSON} ({reason})"
+
+
+def body_too_deep(levels: int) -> str:
+    return f"Request body is nested more than {levels} levels deep"
+
+
+def wait_out_of_range(minimum: int, maximum: int) -> str:
+    return f"wait must be an integer from {minimum} to {maximum} seconds"
+
+
+# Ours: the ``error`` of work that started and failed later (credits refunded), by what failed.
+MODEL_FAILED = "Model failed"
+ANALYSIS_FAILED = "Analysis failed: the video could not be read; credits refunded"
+ANALYSIS_TIMED_OUT = "Analysis timed out"
+
+
+def model_failed(model_name: str) -> str:
+    return f"{MODEL_FAILED}: {model_name} could not produce an output; credits refunded"
+
+
+def analysis_timed_out(minutes: float) -> str:
+    return f"{ANALYSIS_TIMED_OUT} after {minutes:g} minutes; credits refunded"
+
+
+def clip_failed(clips: str, reason: str) -> str:
+    return f"Clip {clips} failed: {reason}"
+
+
+def clip_model_failed(model_name: str) -> str:
+    return f"{model_name} could not render it; its credits were refunded"
+
+
+def job_step_failed(step: str, cause: str) -> str:
+    return f"The {step} step failed ({cause}); every credit the job used was refunded"
+
+
+# Ours: why POST .../blueprint did not start a build (``started: false`` with this ``reason``).
+BLUEPRINT_ANALYZING = "The analysis is still running; poll it until it is ready"
+BLUEPRINT_ANALYSIS_FAILED = "The analysis failed, so there is no shot list to build from"
+BLUEPRINT_BUILDING = "The blueprint is already being built"
+BLUEPRINT_BUILT = "The blueprint is already built"

@@ -41,6 +41,8 @@ PATHS: dict[str, str] = {
     "sandbox_clock": f"{SANDBOX_ROOT}/clock",
     "sandbox_media": f"{SANDBOX_ROOT}/media/{{name}}",
     "sandbox_samples": f"{SANDBOX_ROOT}/samples/{{name}}",
+    "sandbox_uploads": f"{SANDBOX_ROOT}/uploads",
+    "sandbox_upload": f"{SANDBOX_ROOT}/uploads/{{name}}",
     "sandbox_app": f"{SANDBOX_ROOT}/app/{{page}}",
 }
 

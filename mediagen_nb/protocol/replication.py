@@ -30,20 +30,23 @@ def is_https(value: Any) -> bool:
     """An https URL with a host."""
     if not isinstance(value, str):
         return False
-    parts = urlsplit(value.strip())
-    return parts.scheme.lower() == "https" and bool(parts.hostname)
+    try:
+        parts = urlsplit(value.strip())
+        return parts.scheme.lower() == "https" and bool(parts.hostname)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
 
 
 def _choice(body: Mapping[str, Any], name: str, options: tuple[str, ...]) -> None:
     value = body.get(name)
-    if value is not None and value not in options:
+    if value is not None and (not isinstance(value, str) or value not in options):
         raise InputError(name, messages.not_one_of(name, options))
 
 
 def check_run_body(body: Mapping[str, Any]) -> None:
     """Refuse what the service would refuse in a replicate body (all but the clip range and webhook)."""
     model_id = body.get("modelId")
-    if model_id is not None and model_id not in MODELS:
+    if model_id is not None and (not isinstance(model_id, str) or model_id not in MODELS):
         raise InputError("modelId", messages.unknown_replication_model(MODELS))
     _choice(body, "quality", QUALITIES)
     _choice(body, "accuracy", ACCURACIES)

@@ -56,7 +56,7 @@ def _check(name: str, prop: Mapping[str, Any], value: Any) -> Any:
         raise InputError(name, messages.not_one_of(name, prop["enum"]))
     kind = prop.get("type")
     if not _is_type(value, kind):
-        raise InputError(name, messages.wrong_type(name, _TYPE_WORDS.get(kind, str(kind))))
+        raise InputError(name, messages.wrong_type(name, _TYPE_WORDS.get(str(kind), str(kind))))
     if kind == "integer" and isinstance(value, float):
         value = int(value)
     low, high = prop.get("minimum"), prop.get("maximum")
@@ -104,13 +104,18 @@ def length_billed_field(schema: Mapping[str, Any], pricing: Mapping[str, Any] | 
     props = schema.get("properties", {})
     for name in (pricing or {}).get("varies_by", []):
         if media_kind(props.get(name, {})) in ("audio", "video"):
-            return name
+            return str(name)
     return None
 
 
 def url_extension(url: str) -> str:
-    """Lower-case extension of the URL's path, with the dot (``.mp3``), or ``""``."""
-    name = unquote(urlsplit(url).path).rsplit("/", 1)[-1]
+    """Lower-case extension of the URL's path, with the dot (``.mp3``), or ``""`` (also for a URL that
+    cannot be parsed, such as one with an unclosed IPv6 bracket)."""
+    try:
+        url_path = urlsplit(url).path
+    except ValueError:
+        return ""
+    name = unquote(url_path).rsplit("/", 1)[-1]
     return "." + name.rsplit(".", 1)[-1].lower() if "." in name else ""
 
 

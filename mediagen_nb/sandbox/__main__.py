@@ -15,7 +15,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--time-scale", type=float, default=1.0, help="simulated seconds per real second (e.g. 60)"
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of run times, ids, media and random faults")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="replay ids, run times, media and random faults from this seed (default: a new random seed)",
+    )
     p.add_argument(
         "--allow-private-webhooks",
         action="store_true",
@@ -42,8 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         data_dir=args.data_dir,
     )
     sandbox.start(port=args.port, host=args.host)
+    seed = sandbox.world.seed
     print(
-        f"mediagen sandbox running at {sandbox.base_url} (time scale {args.time_scale:g}, seed {args.seed})"
+        f"mediagen sandbox running at {sandbox.base_url} "
+        f"(time scale {args.time_scale:g}, seed {seed}; replay it with --seed {seed})"
     )
     print(f"  export MEDIAGEN_BASE_URL={sandbox.base_url}")
     print(f"  export MEDIAGEN_API_KEY={sandbox.demo_key}   # the sandbox's demo key, 3,000 credits")

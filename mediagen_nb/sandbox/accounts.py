@@ -7,12 +7,18 @@ from typing import Any
 
 from mediagen_nb.protocol import limits, messages
 from mediagen_nb.sandbox.clock import Clock
-from mediagen_nb.sandbox.errors import ServiceError, bad_request
+from mediagen_nb.sandbox.responses import ServiceError, bad_request
 
 DEMO_ACCOUNT = "demo"
 DEMO_KEY = "pk_live_sandbox_demo_key"
 KEY_STATES = ("active", "expired", "revoked")
+MAX_CREDITS = 10**12  # the largest balance or monthly cap the controls accept
 EXPIRIES = {"never": None, "30d": 30 * 86400, "90d": 90 * 86400, "1y": 365 * 86400}
+
+
+def _credits(value: Any) -> bool:
+    """A whole number of credits the controls accept."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_CREDITS
 
 
 @dataclass
@@ -87,11 +93,11 @@ class Accounts:
         expires, account_id = body.get("expires", "never"), body.get("account", DEMO_ACCOUNT)
         if name is not None and not isinstance(name, str):
             raise bad_request("name must be a string")
-        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
-            raise bad_request("monthlyCap must be a whole number of credits, 0 or more")
-        if state not in KEY_STATES:
+        if cap is not None and not _credits(cap):
+            raise bad_request(f"monthlyCap must be a whole number of credits from 0 to {MAX_CREDITS}")
+        if not isinstance(state, str) or state not in KEY_STATES:
             raise bad_request(f"state must be one of: {', '.join(KEY_STATES)}")
-        if expires not in EXPIRIES:
+        if not isinstance(expires, str) or expires not in EXPIRIES:
             raise bad_request(f"expires must be one of: {', '.join(EXPIRIES)}")
         if not isinstance(account_id, str) or not account_id:
             raise bad_request("account must be a non-empty string")
@@ -118,8 +124,8 @@ class Accounts:
         if not isinstance(account_id, str) or not account_id:
             raise bad_request("account must be a non-empty string")
         balance, plan, suspended = body.get("balance"), body.get("plan"), body.get("suspended")
-        if balance is not None and (isinstance(balance, bool) or not isinstance(balance, int) or balance < 0):
-            raise bad_request("balance must be a whole number of credits, 0 or more")
+        if balance is not None and not _credits(balance):
+            raise bad_request(f"balance must be a whole number of credits from 0 to {MAX_CREDITS}")
         if plan is not None and not isinstance(plan, str):
             raise bad_request("plan must be a string such as scale, ultra or free")
         if suspended is not None and not isinstance(suspended, bool):

@@ -4,6 +4,8 @@ import asyncio
 import time
 from datetime import datetime, timezone
 
+MAX_SKIP_SECONDS = 100 * 365 * 86400  # a century: far past any month end or time limit, far from overflow
+
 
 class Clock:
     """Simulated wall time running ``scale`` times faster than real time (60 = a minute per second)."""
@@ -17,9 +19,13 @@ class Clock:
         self._skipped = 0.0
 
     def advance(self, sim_seconds: float) -> None:
-        """Jump simulated time forward (tests of window edges, month boundaries, expiries)."""
-        if sim_seconds < 0:
-            raise ValueError("the clock only moves forward")
+        """Jump simulated time forward (tests of window edges, month boundaries, expiries), by at most
+        a century in all, so the calendar never leaves the years dates can be written in."""
+        if not 0 <= sim_seconds <= MAX_SKIP_SECONDS - self._skipped:
+            raise ValueError(
+                f"the clock moves forward only, by at most {MAX_SKIP_SECONDS:,} seconds in all "
+                f"({MAX_SKIP_SECONDS - self._skipped:,.0f} left)"
+            )
         self._skipped += sim_seconds
 
     def now(self) -> float:

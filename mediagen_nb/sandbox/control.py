@@ -1,69 +1,52 @@
-"""Sandbox-only endpoints under ``/_sandbox/``: keys, account, ledger, faults, reset, info, media.
+"""Sandbox-only endpoints under ``/_sandbox/``: keys, account, ledger, faults, reset, info, media, uploads.
 
 None of these exist on the real service; they let tests and notebooks set up a situation
 (a suspended account, a capped key, a 503 storm) and check what was charged.
 """
 
 import html
+import math
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 
-from mediagen_nb.sandbox.errors import ServiceError, bad_request, error_response
-from mediagen_nb.sandbox.routing import Ctx, ok
+from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.paths import path
+from mediagen_nb.sandbox import uploads as upload_rules
+from mediagen_nb.sandbox.clock import MAX_SKIP_SECONDS
+from mediagen_nb.sandbox.pipeline import json_object
+from mediagen_nb.sandbox.responses import bad_request, error_response, ok
 from mediagen_nb.sandbox.world import World
-
-
-def _world(request: Request) -> World:
-    return request.app.state.world
-
-
-async def _ctx(request: Request) -> Ctx:
-    return Ctx(_world(request), request, None, None)
-
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def _guarded(handler: Endpoint) -> Endpoint:
-    """Render a ServiceError raised by a control handler like the service would."""
-
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except ServiceError as exc:
-            return error_response(exc.status, exc.message)
-
-    endpoint.__name__ = handler.__name__
-    endpoint.__doc__ = handler.__doc__
-    return endpoint
+def _world(request: Request) -> World:
+    world: World = request.app.state.world
+    return world
 
 
-@_guarded
 async def info(request: Request) -> Response:
     """GET /_sandbox/info: time scale, seed, counts and the fault plan."""
     return ok(_world(request).info())
 
 
-@_guarded
 async def create_key(request: Request) -> Response:
     """POST /_sandbox/keys: a new key (optional name, monthlyCap, state, expires, account)."""
     world = _world(request)
-    key = world.accounts.create_key(await (await _ctx(request)).body())
+    key = world.accounts.create_key(await json_object(request))
     return ok(key.public(world.clock, reveal=True), 201)
 
 
-@_guarded
 async def account(request: Request) -> Response:
     """GET or POST /_sandbox/account: read, or set balance, plan and suspended."""
     world = _world(request)
     if request.method == "GET":
         return ok(world.accounts.account(request.query_params.get("account", "demo")).public())
-    return ok(world.accounts.update_account(await (await _ctx(request)).body()).public())
+    return ok(world.accounts.update_account(await json_object(request)).public())
 
 
-@_guarded
 async def ledger(request: Request) -> Response:
     """GET /_sandbox/ledger: every charge and refund, optionally of one account or resource id."""
     entries = _world(request).accounts.ledger
@@ -74,16 +57,14 @@ async def ledger(request: Request) -> Response:
     return ok({"entries": entries})
 
 
-@_guarded
 async def faults(request: Request) -> Response:
     """GET or POST /_sandbox/faults: read or replace the fault plan."""
     world = _world(request)
     if request.method == "GET":
         return ok(world.faults.describe())
-    return ok(world.faults.configure(await (await _ctx(request)).body()))
+    return ok(world.faults.configure(await json_object(request)))
 
 
-@_guarded
 async def reset(request: Request) -> Response:
     """POST /_sandbox/reset: back to a fresh demo account, no resources, no faults."""
     world = _world(request)
@@ -91,27 +72,28 @@ async def reset(request: Request) -> Response:
     return ok(world.info())
 
 
-@_guarded
 async def clock(request: Request) -> Response:
     """POST /_sandbox/clock: ``{"advance": seconds}`` jumps simulated time forward."""
     world = _world(request)
-    advance = (await (await _ctx(request)).body()).get("advance", 0)
+    advance = (await json_object(request)).get("advance", 0)
     if isinstance(advance, bool) or not isinstance(advance, (int, float)) or advance < 0:
         raise bad_request("advance must be a number of simulated seconds, 0 or more")
-    world.clock.advance(float(advance))
+    try:
+        world.clock.advance(float(advance) if advance <= MAX_SKIP_SECONDS else math.inf)
+    except ValueError as exc:
+        raise bad_request(f"advance: {exc}") from None
     return ok({"now": world.clock.iso()})
 
 
-@_guarded
 async def webhooks(request: Request) -> Response:
     """GET /_sandbox/webhooks: every webhook sent, with headers, body and delivery result."""
-    return ok({"webhooks": list(_world(request).webhooks.outbox)})
+    return ok({"webhooks": list(_world(request).outbox.sent)})
 
 
 async def _file(request: Request) -> Response:
     found = await _world(request).media.read(request.path_params["name"])
     if found is None:
-        return JSONResponse({"statusCode": 404, "message": "File not found", "error": "Not Found"}, 404)
+        return error_response(404, messages.FILE_NOT_FOUND)
     data, content_type = found
     headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
     return Response(data, media_type=content_type, headers=headers)
@@ -127,6 +109,43 @@ async def samples(request: Request) -> Response:
     return await _file(request)
 
 
+def _upload_url(request: Request, name: str) -> str:
+    return str(request.base_url).rstrip("/") + path("sandbox_upload", name=name)
+
+
+async def put_upload(request: Request) -> Response:
+    """PUT /_sandbox/uploads/{name}: store the raw body; 201 when new, 200 when the bytes were there."""
+    declared = request.headers.get("content-length")
+    size = int(declared) if declared is not None and declared.isdigit() else None
+    upload, created = await _world(request).uploads.put(request.path_params["name"], request.stream(), size)
+    data = {"url": _upload_url(request, upload.name), "name": upload.name, "bytes": upload.bytes}
+    return ok({**data, "sha256": upload.sha256}, 201 if created else 200)
+
+
+async def get_upload(request: Request) -> Response:
+    """GET /_sandbox/uploads/{name}: an uploaded file, with the content type of its extension."""
+    name = request.path_params["name"]
+    found = _world(request).uploads.path(name)
+    if found is None:
+        return error_response(404, messages.FILE_NOT_FOUND)
+    headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
+    return FileResponse(found, media_type=upload_rules.content_type(name), headers=headers)
+
+
+async def list_uploads(request: Request) -> Response:
+    """GET /_sandbox/uploads: every stored upload with its URL and size, and the store's caps."""
+    store = _world(request).uploads
+    files = [{"url": _upload_url(request, u.name), "name": u.name, "bytes": u.bytes} for u in store.stored()]
+    return ok(
+        {
+            "uploads": files,
+            "totalBytes": sum(f["bytes"] for f in files),
+            "maxTotalBytes": store.max_total_bytes,
+            "maxFileBytes": upload_rules.MAX_FILE_BYTES,
+        }
+    )
+
+
 async def app_page(request: Request) -> Response:
     """GET /_sandbox/app/{page}: stand-ins for the web app's billing and share pages."""
     page = html.escape(request.path_params["page"])
@@ -134,19 +153,3 @@ async def app_page(request: Request) -> Response:
         f"<!doctype html><title>mediagen sandbox</title><h1>Sandbox web app: {page}</h1>"
         "<p>The sandbox has no web app. Top up with <code>POST /_sandbox/account</code>.</p>"
     )
-
-
-# (path name, methods, endpoint)
-ROUTES = [
-    ("sandbox_info", ["GET"], info),
-    ("sandbox_keys", ["POST"], create_key),
-    ("sandbox_account", ["GET", "POST"], account),
-    ("sandbox_ledger", ["GET"], ledger),
-    ("sandbox_faults", ["GET", "POST"], faults),
-    ("sandbox_reset", ["POST"], reset),
-    ("sandbox_webhooks", ["GET"], webhooks),
-    ("sandbox_clock", ["POST"], clock),
-    ("sandbox_media", ["GET"], media),
-    ("sandbox_samples", ["GET"], samples),
-    ("sandbox_app", ["GET"], app_page),
-]

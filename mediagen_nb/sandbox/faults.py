@@ -12,7 +12,7 @@ from collections import Counter, deque
 from typing import Any
 
 from mediagen_nb.protocol.paths import PATHS
-from mediagen_nb.sandbox.errors import bad_request
+from mediagen_nb.sandbox.responses import bad_request
 
 HTTP_KINDS = ("429", "500", "503", "drop", "slow")
 MODEL_KINDS = ("fail", "hang")

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from mediagen_nb.protocol import messages
-from mediagen_nb.sandbox.errors import bad_request
+from mediagen_nb.sandbox.responses import bad_request
 
 BLOCKED_WORDS = frozenset({"gore", "nsfw", "nude", "beheading", "bloodbath"})
 IMAGE_MARKER = "nsfw"

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from mediagen_nb.protocol.limits import ESTIMATE_FALLBACK_SECONDS
 
 if TYPE_CHECKING:
-    from mediagen_nb.sandbox.catalog import ModelSpec
+    from mediagen_nb.sandbox.catalog.model import ModelSpec
 
 Option = str | int | float | bool
 
@@ -144,7 +144,7 @@ class PriceRule:
         """A per-unit rate scaled to the default options, and the ``" at resolution 720p"`` saying so."""
         at = ""
         for multiplier in self.multipliers:
-            value = defaults.get(multiplier.field)
+            value: Option = defaults[multiplier.field]  # every multiplied input has a default
             rate *= multiplier.factor(value)
             at += f" {'with' if isinstance(value, bool) else 'at'} {multiplier.setting(value)}"
         return rate, at
@@ -223,7 +223,7 @@ class PerMediaSecond(PriceRule):
         return self.rate * math.ceil(round(seconds, 6))
 
     def head(self, model: ModelSpec, defaults: Mapping[str, Any]) -> str:
-        from mediagen_nb.sandbox.catalog import media_kind  # catalog imports this module
+        from mediagen_nb.sandbox.catalog.model import media_kind  # catalog.model imports this module
 
         rate, at = self._rate_at_defaults(self.rate, defaults)
         noun = media_kind(model.input_schema["properties"][self.field]) or "media"

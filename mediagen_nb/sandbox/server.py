@@ -14,20 +14,27 @@ import uvicorn
 
 from mediagen_nb.sandbox.accounts import DEMO_KEY
 from mediagen_nb.sandbox.app import create_app
+from mediagen_nb.sandbox.pipeline import DroppedConnection
 from mediagen_nb.sandbox.world import SandboxConfig, World
 
 START_TIMEOUT = 15.0
 STOP_GRACE = 2.0  # real seconds in-flight requests get to finish when the sandbox stops
 
 
-class _CutOffFilter(logging.Filter):
-    """A request cut off by ``stop()`` (its task cancelled) is not an application error to log."""
+class _ExpectedErrors(logging.Filter):
+    """Keeps out of uvicorn's log what the sandbox does on purpose: a request cut off by ``stop()`` (its
+    task cancelled) and a connection closed by an injected ``drop`` fault."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, (asyncio.CancelledError, DroppedConnection))
 
 
-logging.getLogger("uvicorn.error").addFilter(_CutOffFilter())
+def _quiet_uvicorn_log() -> None:
+    """Install the filter once, when a server first starts (not on import)."""
+    log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _ExpectedErrors) for f in log.filters):
+        log.addFilter(_ExpectedErrors())
 
 
 class Sandbox:
@@ -48,7 +55,7 @@ class Sandbox:
 
     def __repr__(self) -> str:
         where = self.base_url or "in-process"
-        return f"<Sandbox {where} time_scale={self.config.time_scale:g} seed={self.config.seed}>"
+        return f"<Sandbox {where} time_scale={self.config.time_scale:g} seed={self.world.seed}>"
 
     def transport(self) -> httpx.ASGITransport:
         """An httpx transport that calls the app directly (async clients only)."""
@@ -58,6 +65,7 @@ class Sandbox:
         """Serve on ``host:port`` (0 = a free port) from a background thread; returns when listening."""
         if self._thread is not None:
             raise RuntimeError("this sandbox is already running at " + str(self.base_url))
+        _quiet_uvicorn_log()
         # IPPROTO_TCP, not 0: only then does asyncio set TCP_NODELAY on accepted connections (no 40 ms stall)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -67,7 +75,7 @@ class Sandbox:
             sock.close()  # a busy port: do not leak the socket
             raise
         server = uvicorn.Server(
-            uvicorn.Config(self.app, log_level="warning", lifespan="off", timeout_keep_alive=30)
+            uvicorn.Config(self.app, log_level="warning", lifespan="on", timeout_keep_alive=30)
         )
         thread = threading.Thread(
             target=server.run, kwargs={"sockets": [sock]}, name="mediagen-sandbox", daemon=True

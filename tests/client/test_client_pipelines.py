@@ -282,7 +282,7 @@ async def test_replicate_with_every_field_until_done(h: Harness, audio: str) -> 
     assert stored.audio == expected_audio and stored.marketing_aspect == "16:9"
     assert stored.webhook == WEBHOOK and [t.clips for t in stored.takes] == [(0,), (1,)]
 
-    sent = [w for w in h.sandbox.world.webhooks.outbox if w["url"] == WEBHOOK]
+    sent = [w for w in h.sandbox.world.outbox.sent if w["url"] == WEBHOOK]
     assert len(sent) == 1 and sent[0]["delivered"] is False
     assert json.loads(sent[0]["body"])["event"] == "replication.completed"
     takes = [e for e in h.ledger() if e["resource"] == "replication" and e["resourceId"] == run.id]

@@ -16,10 +16,13 @@ from mediagen_nb.sandbox.catalog import (
     REPLICATION_MODELS,
     ModelSpec,
     example_record,
+    loader,
     media_kind,
     output_seconds,
     record,
 )
+from mediagen_nb.sandbox.catalog.loader import CatalogError
+from mediagen_nb.sandbox.datafiles import load
 from mediagen_nb.sandbox.pricing import PRICING_TYPES, Flat, billing_text, price
 
 BASE = "http://127.0.0.1:8765"
@@ -504,3 +507,62 @@ def test_output_seconds() -> None:
         if model.kind != "image":
             seconds = output_seconds(model, _base_input(model), 10.0)
             assert seconds is not None and seconds > 0, model.id
+
+
+# --- Loading the data ----------------------------------------------------------------------------
+
+
+def _entry(**changes: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": "test-model",
+        "name": "Test",
+        "description": "A model for the loader's tests.",
+        "kind": "image",
+        "group": "Text to image",
+        "price": {"per_option": "quality", "prices": {"low": 1, "high": 2}},
+        "runtime": 5,
+        "required": ["prompt"],
+        "input": {
+            "prompt": "image_prompt",
+            "quality": {
+                "use": "string",
+                "description": "Quality.",
+                "enum": ["low", "high"],
+                "default": "low",
+            },
+        },
+    }
+    return {**entry, **changes}
+
+
+def loader_data() -> dict[str, Any]:
+    return load("mediagen_nb.sandbox.catalog", "models.toml")
+
+
+def test_loader_expands_fragments_and_prices_from_the_data() -> None:
+    data = loader_data()
+    model = loader.model(_entry(), data)
+    assert model.input_schema["properties"]["prompt"] == data["fragments"]["image_prompt"]
+    assert model.pricing == {"type": "per_option", "varies_by": ["quality"]} and model.credits == 1
+    assert price(model, {"prompt": "x", "quality": "high"}, None) == 2
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        (
+            {"price": {"per_option": "quality", "prices": {"low": 1, "ultra": 2}}},
+            "quality has no option 'ultra'",
+        ),
+        ({"price": {"per_option": "size", "prices": {}}}, "prices unknown input size"),
+        ({"price": {"per_second": "duration"}}, "unknown billing method"),
+        ({"required": ["prompt", "image"]}, "required image not a property"),
+        ({"input": {"prompt": "no_such_fragment"}}, "unknown fragment 'no_such_fragment'"),
+        ({"family": "no_such_family"}, "unknown family 'no_such_family'"),
+        ({"runtime_s": 5}, "unknown fields ['runtime_s']"),
+    ],
+)
+def test_loader_refuses_inconsistent_models(changes: dict[str, Any], problem: str) -> None:
+    with pytest.raises(CatalogError, match="catalog model test-model") as refused:
+        loader.model(_entry(**changes), loader_data())
+    assert problem in str(refused.value)

@@ -19,7 +19,15 @@ from mutagen.mp3 import MP3
 from PIL import Image
 
 from mediagen_nb.sandbox import media
-from mediagen_nb.sandbox.media import CONTENT_TYPES, SAMPLES, MediaSpec, MediaStore, measure_seconds
+from mediagen_nb.sandbox.media import (
+    CONTENT_TYPES,
+    SAMPLES,
+    MediaSpec,
+    MediaStore,
+    images,
+    measure_seconds,
+    rendering,
+)
 
 NAME = re.compile(r"[0-9a-f]{20}\.(png|jpg|wav|mp3|mp4)")
 
@@ -39,16 +47,16 @@ def _video_info(data: bytes) -> dict[str, object]:
 
 
 def _count_renders(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[MediaSpec]:
-    """Wrap media.render so a test can see which specs the store rendered (optionally slowly)."""
+    """Wrap the store's render so a test can see which specs it rendered (optionally slowly)."""
     calls: list[MediaSpec] = []
-    real = media.render
+    real = rendering.render
 
     def counting(spec: MediaSpec) -> bytes:
         calls.append(spec)
         time.sleep(delay)
         return real(spec)
 
-    monkeypatch.setattr(media, "render", counting)
+    monkeypatch.setattr(rendering, "render", counting)
     return calls
 
 
@@ -70,7 +78,7 @@ def test_image_is_a_png_of_the_requested_size_and_deterministic() -> None:
 
 
 def test_image_draws_the_prompt() -> None:
-    background = media._canvas("Hello", 1, 200, 200)
+    background = images.canvas("Hello", 1, 200, 200)
     drawn = Image.open(io.BytesIO(media.render_image("Hello", seed=1, width=200, height=200))).convert("RGB")
     assert background.crop((0, 0, 200, 60)).tobytes() == drawn.crop((0, 0, 200, 60)).tobytes()
     assert background.crop((0, 140, 200, 200)).tobytes() != drawn.crop((0, 140, 200, 200)).tobytes()
@@ -312,7 +320,7 @@ def test_a_failed_render_reaches_every_reader_and_is_retried(monkeypatch: pytest
         time.sleep(0.1)
         raise RuntimeError("encoder exploded")
 
-    monkeypatch.setattr(media, "render", failing)
+    monkeypatch.setattr(rendering, "render", failing)
 
     async def both() -> list[object]:
         return await asyncio.gather(store.read(name), store.read(name), return_exceptions=True)

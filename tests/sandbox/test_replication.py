@@ -10,9 +10,13 @@ import pytest
 from _pipelines import SimClock, poll
 
 from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.protocol import replication as replication_rules
 from mediagen_nb.protocol.paths import path
-from mediagen_nb.sandbox import Sandbox, catalog, pricing, replication
+from mediagen_nb.sandbox import Sandbox, catalog, pricing
 from mediagen_nb.sandbox.media import measure_seconds
+from mediagen_nb.sandbox.replication import takes
+from mediagen_nb.sandbox.replication.blueprint import HARD_FADE
+from mediagen_nb.sandbox.replication.models import MARKETING_DELAY_SECONDS
 
 pytestmark = pytest.mark.anyio
 
@@ -71,7 +75,7 @@ def message(response: httpx.Response) -> str:
 
 
 def webhook_bodies(sandbox: Sandbox) -> list[dict[str, Any]]:
-    return [json.loads(entry["body"]) for entry in sandbox.world.webhooks.outbox]
+    return [json.loads(entry["body"]) for entry in sandbox.world.outbox.sent]
 
 
 async def other_client(api: httpx.AsyncClient, sandbox: Sandbox) -> httpx.AsyncClient:
@@ -163,7 +167,7 @@ async def test_analysis_goes_ready_with_every_field(api: httpx.AsyncClient, sand
         assert isinstance(clip["prompt"], str) or clip["prompt"] is None
         assert set(clip["camera"]) == {"framing", "movement"}
         assert len(clip["beats"]) == math.ceil(clip["end"] - clip["start"])
-        assert clip["transition"] in ("cut", replication.HARD_FADE)
+        assert clip["transition"] in ("cut", HARD_FADE)
         assert "layout" not in clip or clip["layout"]["type"] == "split-screen"
     again = (await api.get(where)).json()["data"]
     assert again == last, "a ready analysis reads the same every time"
@@ -408,7 +412,7 @@ async def test_run_states_outputs_charges_and_webhook(
     assert done["marketingVideoUrl"] is None and done["marketingVideoUrl169"] is None, (
         "marketing cuts come later"
     )
-    clock.to(run.done_at + replication.MARKETING_DELAY_SECONDS)
+    clock.to(run.done_at + MARKETING_DELAY_SECONDS)
     later = await read()
     assert later["marketingVideoUrl"] and later["marketingVideoUrl169"]
     assert len({later["marketingVideoUrl"], later["marketingVideoUrl169"], later["outputVideoUrl"]}) == 3
@@ -417,7 +421,7 @@ async def test_run_states_outputs_charges_and_webhook(
     assert entries(sandbox, run_id, "refund") == []
     assert all(e["credits"] == take.credits for e, take in zip(charges, run.takes, strict=True))
     assert {e["modelId"] for e in charges} == {"seedance-2-fast-i2v"}
-    [hook] = [w for w in sandbox.world.webhooks.outbox if json.loads(w["body"]).get("id") == run_id]
+    [hook] = [w for w in sandbox.world.outbox.sent if json.loads(w["body"]).get("id") == run_id]
     assert hook["url"] == HOOK and hook["headers"]["User-Agent"] == "Service-Webhook/1"
     assert json.loads(hook["body"]) == {**done, "event": "replication.completed"}
     output = await api.get(done["outputVideoUrl"])
@@ -452,7 +456,7 @@ async def test_accuracy_packs_clips_into_takes(api: httpx.AsyncClient, sandbox: 
     analysis = await ready(api)
     clips = analysis["blueprint"]["clips"]
     run_ids = {}
-    for accuracy in replication.ACCURACIES:
+    for accuracy in replication_rules.ACCURACIES:
         response = await replicate(api, analysis["analysisId"], {"accuracy": accuracy})
         run_ids[accuracy] = response.json()["data"]["runId"]
     kling = await replicate(
@@ -468,10 +472,10 @@ async def test_accuracy_packs_clips_into_takes(api: httpx.AsyncClient, sandbox: 
     assert flat(fast) == flat(balanced) == everyone
     assert len(fast) <= len(balanced) < len(exact)
     for take in fast + balanced:
-        assert take == list(range(take[0], take[-1] + 1)) and len(take) <= replication.TAKE_MAX_CLIPS
-        assert clips[take[-1]]["end"] - clips[take[0]]["start"] <= replication.TAKE_MAX_SECONDS
+        assert take == list(range(take[0], take[-1] + 1)) and len(take) <= takes.TAKE_MAX_CLIPS
+        assert clips[take[-1]]["end"] - clips[take[0]]["start"] <= takes.TAKE_MAX_SECONDS
     for take in balanced:
-        assert all(clips[i]["transition"] != replication.HARD_FADE for i in take[1:]), "hard fades stay seams"
+        assert all(clips[i]["transition"] != HARD_FADE for i in take[1:]), "hard fades stay seams"
     assert any(len(take) > 1 for take in fast)
     picked_takes = takes_of(sandbox, picked.json()["data"]["runId"])
     assert picked_takes[0] == [0] and flat(picked_takes) == [0, 2, 3]
@@ -539,7 +543,7 @@ async def test_replicate_start_needs_balance_and_cap_and_refunds_a_503(
     base = len(sandbox.world.accounts.ledger)
     model = catalog.BY_ID["seedance-2-fast-i2v"]
     clip = sandbox.world.replication.analyses[analysis_id].blueprint["clips"][0]
-    price = pricing.price(model, replication.take_input(model, "medium", clip["end"] - clip["start"]), None)
+    price = pricing.price(model, takes.take_input(model, "medium", clip["end"] - clip["start"]), None)
     await api.post(path("sandbox_account"), json={"balance": 1})
     low = await replicate(api, analysis_id, {"clips": [0]})
     assert (low.status_code, message(low)) == (400, messages.not_enough_credits(price, 1, BILLING))

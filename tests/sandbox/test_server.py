@@ -269,3 +269,47 @@ def test_drop_fault_then_idempotent_retry(served: Sandbox) -> None:
     assert list(served.world.generations.items) == [data["id"]]
     assert faults["injected"] == {"drop": 1}
     assert retry.status_code == 200  # a replay, not a new start
+
+
+async def _first_generation_id(sandbox: Sandbox) -> str:
+    async with httpx.AsyncClient(
+        transport=sandbox.transport(),
+        base_url="http://sandbox.test",
+        headers={"Authorization": f"Bearer {DEMO_KEY}"},
+    ) as client:
+        started = await client.post(path("run"), json=START)
+        assert started.status_code == 201, started.text
+        return str(started.json()["data"]["id"])
+
+
+@pytest.mark.anyio
+async def test_ids_differ_between_starts_without_a_seed() -> None:
+    """Without a seed every sandbox draws its own, so a restarted one never hands out the same ids
+    (a client's ledger would attach old rows to new generations); the seed drawn is shown for replay."""
+    first, second = Sandbox(SandboxConfig()), Sandbox(SandboxConfig())
+    first_id = await _first_generation_id(first)
+    assert first_id != await _first_generation_id(second)
+    info = first.world.info()
+    assert info["seed"] == first.world.seed and info["seedGiven"] is False
+    replay = Sandbox(SandboxConfig(seed=info["seed"]))
+    assert await _first_generation_id(replay) == first_id
+
+
+@pytest.mark.anyio
+async def test_ids_repeat_with_the_same_explicit_seed() -> None:
+    """An explicit seed replays the same ids, also after a reset."""
+    one, two = Sandbox(SandboxConfig(seed=7)), Sandbox(SandboxConfig(seed=7))
+    first = await _first_generation_id(one)
+    assert first == await _first_generation_id(two)
+    one.world.reset()
+    assert await _first_generation_id(one) == first
+    assert one.world.info()["seedGiven"] is True
+
+
+@pytest.mark.anyio
+async def test_reset_without_a_seed_draws_a_new_one() -> None:
+    """A reset sandbox with no explicit seed does not repeat the ids it handed out before."""
+    sandbox = Sandbox(SandboxConfig())
+    first = await _first_generation_id(sandbox)
+    sandbox.world.reset()
+    assert await _first_generation_id(sandbox) != first

@@ -10,8 +10,11 @@ from _pipelines import SimClock, poll
 
 from mediagen_nb.protocol import limits, messages, wire
 from mediagen_nb.protocol.paths import path
-from mediagen_nb.sandbox import Sandbox, topic_video
+from mediagen_nb.sandbox import Sandbox
 from mediagen_nb.sandbox.media import measure_seconds
+from mediagen_nb.sandbox.topic_video.options import FLOWS
+from mediagen_nb.sandbox.topic_video.script import ANGLES
+from mediagen_nb.sandbox.topic_video.steps import LIPSYNC_CREDITS_PER_SECOND
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +56,7 @@ def message(response: httpx.Response) -> str:
 
 
 def hooks_for(sandbox: Sandbox, job_id: str) -> list[dict[str, Any]]:
-    bodies = [json.loads(entry["body"]) for entry in sandbox.world.webhooks.outbox]
+    bodies = [json.loads(entry["body"]) for entry in sandbox.world.outbox.sent]
     return [body for body in bodies if body.get("jobId") == job_id]
 
 
@@ -80,7 +83,7 @@ async def test_options_list_voices_looks_flows_and_bounds(api: httpx.AsyncClient
         ({wire.JOB_SECONDS: "45"}, messages.wrong_type(wire.JOB_SECONDS, "a number of seconds")),
         ({wire.JOB_SECONDS: True}, messages.wrong_type(wire.JOB_SECONDS, "a number of seconds")),
         ({wire.JOB_GENDER: "robot"}, messages.not_one_of(wire.JOB_GENDER, ("man", "woman"))),
-        ({wire.JOB_FLOW: "wobble"}, messages.not_one_of(wire.JOB_FLOW, topic_video.FLOWS)),
+        ({wire.JOB_FLOW: "wobble"}, messages.not_one_of(wire.JOB_FLOW, FLOWS)),
         ({wire.JOB_CAPTIONS: "yes"}, messages.wrong_type(wire.JOB_CAPTIONS, "true or false")),
         ({wire.JOB_MUSIC: 1}, messages.wrong_type(wire.JOB_MUSIC, "true or false")),
         ({wire.JOB_TOPIC: 42}, messages.wrong_type(wire.JOB_TOPIC, "a string")),
@@ -102,7 +105,7 @@ async def test_defaults_fallbacks_and_topic_cut(api: httpx.AsyncClient, sandbox:
     data = (await api.get(path("job", id=plain))).json()["data"]
     assert set(data) == READ_FIELDS
     assert (data["seconds"], data["flow"], data["voice"]) == (45, "classic", "Archer")
-    assert data["topic"] in topic_video.ANGLES, "without a topic the service picks an angle"
+    assert data["topic"] in ANGLES, "without a topic the service picks an angle"
     woman = await start(api, **{wire.JOB_GENDER: "woman", wire.JOB_VOICE: "Archer", wire.JOB_LOOK: "anime"})
     data = (await api.get(path("job", id=woman))).json()["data"]
     assert data["voice"] == "Lucy", "a voice of the other gender falls back to the default"
@@ -165,7 +168,7 @@ async def test_job_stages_fields_and_charges_step_by_step(
         "music",
     ]
     assert [e["credits"] for e in charges[:3]] == [2, 8, 5]
-    assert charges[3]["credits"] == math.ceil(job.speech_seconds) * topic_video.LIPSYNC_CREDITS_PER_SECOND
+    assert charges[3]["credits"] == math.ceil(job.speech_seconds) * LIPSYNC_CREDITS_PER_SECOND
     assert done[wire.JOB_CREDITS] == sum(e["credits"] for e in charges) == before - balance(sandbox)
     report = done[wire.JOB_EDIT_REPORT]
     broll = steps["broll"].count
@@ -307,7 +310,7 @@ async def test_reedit_reuses_the_lipsync_and_charges_only_the_edit(
     assert (early.status_code, message(early)) == (400, messages.REEDIT_NEEDS_LIPSYNC)
     parent = (await finished(api, parent_id))[-1]
     bad = await api.post(path("reedit", id=parent_id), json={"flow": "wobble"})
-    assert (bad.status_code, message(bad)) == (400, messages.not_one_of(wire.JOB_FLOW, topic_video.FLOWS))
+    assert (bad.status_code, message(bad)) == (400, messages.not_one_of(wire.JOB_FLOW, FLOWS))
     response = await api.post(path("reedit", id=parent_id), json={"flow": "broll-punch", "music": False})
     assert response.status_code == 201 and set(response.json()["data"]) == {"jobId"}
     child_id = response.json()["data"]["jobId"]

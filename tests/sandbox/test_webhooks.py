@@ -22,7 +22,8 @@ import pytest
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
-from mediagen_nb.sandbox import Sandbox, SandboxConfig, webhooks
+from mediagen_nb.sandbox import Sandbox, SandboxConfig
+from mediagen_nb.sandbox import outbox as webhook_outbox
 
 SECRET = b"test-webhook-secret"
 START = {"modelId": "gpt-image-2", "input": {"prompt": "a red kite over the sea", "quality": "low"}}
@@ -46,7 +47,9 @@ def _fake_getaddrinfo(host: str, port: Any, *args: Any, **kwargs: Any) -> list[t
 def offline_dns(monkeypatch: pytest.MonkeyPatch) -> None:
     """The webhook checker resolves through the stand-in resolver (no DNS traffic)."""
     monkeypatch.setattr(
-        webhooks, "socket", SimpleNamespace(getaddrinfo=_fake_getaddrinfo, SOCK_STREAM=socket.SOCK_STREAM)
+        webhook_outbox,
+        "socket",
+        SimpleNamespace(getaddrinfo=_fake_getaddrinfo, SOCK_STREAM=socket.SOCK_STREAM),
     )
 
 
@@ -54,14 +57,14 @@ def offline_dns(monkeypatch: pytest.MonkeyPatch) -> None:
 def no_public_posts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Fail loudly if the sandbox ever tries to POST a webhook anywhere but loopback."""
     attempted: list[str] = []
-    real_post = webhooks.Webhooks._post
+    real_post = webhook_outbox.Outbox._post
 
-    async def guarded(self: webhooks.Webhooks, entry: dict[str, Any], body: bytes) -> None:
+    async def guarded(self: webhook_outbox.Outbox, entry: dict[str, Any], body: bytes) -> None:
         attempted.append(entry["url"])
         assert entry["url"].startswith("http://127.0.0.1:"), f"refusing to send traffic to {entry['url']}"
         await real_post(self, entry, body)
 
-    monkeypatch.setattr(webhooks.Webhooks, "_post", guarded)
+    monkeypatch.setattr(webhook_outbox.Outbox, "_post", guarded)
     return attempted
 
 
@@ -134,7 +137,7 @@ async def test_http_is_refused_for_its_scheme_without_a_lookup(
         return _fake_getaddrinfo(host, port, *args, **kwargs)
 
     monkeypatch.setattr(
-        webhooks, "socket", SimpleNamespace(getaddrinfo=counting, SOCK_STREAM=socket.SOCK_STREAM)
+        webhook_outbox, "socket", SimpleNamespace(getaddrinfo=counting, SOCK_STREAM=socket.SOCK_STREAM)
     )
     assert await _refused(strict, "http://nowhere.example/hook") == messages.WEBHOOK_HTTPS
     assert lookups == []  # the strict sandbox needs no DNS to refuse a non-https webhook
@@ -399,3 +402,27 @@ async def test_no_webhook_without_url(signed: Sandbox, receiver: Receiver) -> No
         await _wait_done(client, response.json()["data"]["id"])
         assert (await client.get(path("sandbox_webhooks"))).json()["data"]["webhooks"] == []
     assert receiver.requests == []
+
+
+def test_stopping_a_served_sandbox_lets_a_webhook_in_flight_finish(receiver: Receiver) -> None:
+    """A webhook already sent gets its one attempt even when the server stops meanwhile (drained on stop)."""
+    receiver.on_receive = lambda: time.sleep(0.8)  # the receiver is still answering when stop() begins
+    sandbox = Sandbox(SandboxConfig(time_scale=600, seed=1, allow_private_webhooks=True)).start()
+    try:
+        assert sandbox.base_url is not None
+        started = httpx.post(
+            sandbox.base_url + path("run"),
+            json={**START, "webhook": receiver.url},
+            headers={"Authorization": f"Bearer {sandbox.demo_key}"},
+            timeout=10,
+        )
+        assert started.status_code == 201, started.text
+        deadline = time.monotonic() + 10
+        while not sandbox.world.outbox.sent and time.monotonic() < deadline:
+            time.sleep(0.01)
+        [entry] = sandbox.world.outbox.sent
+        assert entry["delivered"] is None, "still in flight when the sandbox stops"
+    finally:
+        sandbox.stop()
+    assert entry["delivered"] is True and entry["receiverStatus"] == 200
+    assert len(receiver.requests) == 1

@@ -1,6 +1,6 @@
-"""Webhooks: the spec's URL rules at start time and one signed POST per finished job, no retries.
+"""The webhook outbox: the spec's URL rules at start time and one signed POST per finished job, no retries.
 
-Every webhook is recorded in an outbox (``GET /_sandbox/webhooks``). The sandbox POSTs to loopback
+Every webhook is recorded here (``GET /_sandbox/webhooks``). The sandbox POSTs to loopback
 receivers when started with ``allow_private_webhooks`` and to public hosts only with
 ``deliver_public_webhooks``, so tests and offline machines never send traffic off the machine.
 """
@@ -19,26 +19,30 @@ from urllib.parse import urlsplit
 import httpx
 
 from mediagen_nb.protocol import messages
-from mediagen_nb.sandbox.errors import bad_request
+from mediagen_nb.sandbox.responses import bad_request
 
 USER_AGENT = "Service-Webhook/1"
 BLOCKED_SUFFIXES = (".local", ".internal", ".localhost")
 
 
 def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The host's addresses: itself when it is one, else what the resolver answers."""
     try:
         return [ipaddress.ip_address(host)]
     except ValueError:
         infos = socket.getaddrinfo(host, 443, type=socket.SOCK_STREAM)
-        return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
 
 
 async def check_url(url: Any, *, allow_private: bool) -> None:
     """Refuse a webhook the service would refuse (400, nothing charged)."""
     if not isinstance(url, str) or not url.strip():
         raise bad_request(messages.WEBHOOK_INVALID)
-    parts = urlsplit(url.strip())
-    host = (parts.hostname or "").lower()
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").lower()
+    except ValueError:  # e.g. an unclosed IPv6 bracket: https://[::1/hook
+        raise bad_request(messages.WEBHOOK_INVALID) from None
     if parts.scheme not in ("http", "https") or not host:
         raise bad_request(messages.WEBHOOK_INVALID if not host else messages.WEBHOOK_HTTPS)
     named_private = host == "localhost" or host.endswith(BLOCKED_SUFFIXES)
@@ -46,7 +50,7 @@ async def check_url(url: Any, *, allow_private: bool) -> None:
         raise bad_request(messages.WEBHOOK_HTTPS)  # only loopback receivers (sandbox mode) may use http
     try:
         addresses = await asyncio.wait_for(asyncio.to_thread(_addresses, host), timeout=3)
-    except (OSError, asyncio.TimeoutError, UnicodeError):
+    except (OSError, asyncio.TimeoutError, ValueError):  # ValueError: bad IDNA, NUL bytes
         if parts.scheme != "https":
             raise bad_request(messages.WEBHOOK_HTTPS) from None
         if named_private:
@@ -66,14 +70,14 @@ def sign(secret: bytes, timestamp: int, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
 
 
-class Webhooks:
+class Outbox:
     """Signs, records and (where allowed) delivers webhook POSTs."""
 
     def __init__(self, secret: bytes, *, allow_private: bool, deliver_public: bool) -> None:
         self.secret = secret
         self.allow_private = allow_private
         self.deliver_public = deliver_public
-        self.outbox: deque[dict[str, Any]] = deque(maxlen=2000)
+        self.sent: deque[dict[str, Any]] = deque(maxlen=2000)
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def check(self, url: Any) -> None:
@@ -95,7 +99,7 @@ class Webhooks:
         except ValueError:
             loopback = host == "localhost"
         entry: dict[str, Any] = {"url": url, "headers": headers, "body": body.decode(), "delivered": None}
-        self.outbox.append(entry)
+        self.sent.append(entry)
         if loopback or self.deliver_public:
             task = asyncio.get_running_loop().create_task(self._post(entry, body))
             self._tasks.add(task)
@@ -109,10 +113,10 @@ class Webhooks:
             async with httpx.AsyncClient(timeout=10) as client:
                 response = await client.post(entry["url"], content=body, headers=entry["headers"])
             entry["delivered"], entry["receiverStatus"] = True, response.status_code
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             entry["delivered"], entry["note"] = False, f"one attempt, not retried: {type(exc).__name__}"
 
-    async def drain(self) -> None:
-        """Wait for deliveries in flight (used when the sandbox stops)."""
+    async def drain(self, timeout: float) -> None:
+        """Give deliveries in flight ``timeout`` real seconds to finish (when a served sandbox stops)."""
         if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.wait(set(self._tasks), timeout=timeout)

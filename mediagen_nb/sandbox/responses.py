@@ -1,4 +1,9 @@
-"""The service's error responses: a JSON object, except 429 which is a plain JSON string."""
+"""The service's answers: the ``success``/``data`` envelope, and errors in the spec's shape.
+
+An error is a JSON object ``{statusCode, message, error}``, except 429, whose body is a plain JSON string.
+"""
+
+from typing import Any
 
 from starlette.responses import JSONResponse
 
@@ -14,7 +19,13 @@ class ServiceError(Exception):
         self.message = message
 
 
+def ok(data: Any, status: int = 200) -> JSONResponse:
+    """The ``success``/``data`` envelope."""
+    return JSONResponse({"success": True, "data": data}, status_code=status)
+
+
 def error_response(status: int, message: str) -> JSONResponse:
+    """An error body as the service writes it."""
     if status == 429:
         return JSONResponse(message, status_code=429)
     body = {"statusCode": status, "message": message, "error": messages.STATUS_NAMES.get(status, "Error")}

@@ -1,0 +1,37 @@
+"""The catalog endpoints (no key, not counted): models, one model, the OpenAPI document, llms.txt."""
+
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from mediagen_nb.protocol import messages, wire
+from mediagen_nb.sandbox.catalog import BY_ID, MODELS
+from mediagen_nb.sandbox.catalog.documents import llms_text, openapi_document
+from mediagen_nb.sandbox.catalog.records import example_record, record
+from mediagen_nb.sandbox.pipeline import Call
+from mediagen_nb.sandbox.responses import not_found, ok
+
+
+async def models(call: Call) -> Response:
+    """GET /v1/models."""
+    return ok({wire.MODELS_LIST: [record(m, call.base_url) for m in MODELS]})
+
+
+async def model(call: Call) -> Response:
+    """GET /v1/models/{id}: the record plus ``example`` when one exists."""
+    found = BY_ID.get(call.path("id"))
+    if found is None:
+        raise not_found(messages.model_not_found(BY_ID))
+    body = record(found, call.base_url)
+    example = example_record(found, call.base_url)
+    if example is not None:
+        body["example"] = example
+    return ok(body)
+
+
+async def openapi(call: Call) -> Response:
+    """GET /v1/openapi.json."""
+    return JSONResponse(openapi_document(MODELS, call.base_url))
+
+
+async def llms_txt(call: Call) -> Response:
+    """GET /v1/llms.txt."""
+    return PlainTextResponse(llms_text(MODELS))

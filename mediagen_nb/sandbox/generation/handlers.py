@@ -1,0 +1,59 @@
+"""The generation API's endpoints: read the request, call the backend, write the envelope."""
+
+from starlette.responses import Response
+
+from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.sandbox import pricing
+from mediagen_nb.sandbox.pipeline import Call
+from mediagen_nb.sandbox.responses import bad_request, ok
+
+
+async def start(call: Call) -> Response:
+    """POST /v1/run: 201 with a new generation; 200 with the one an Idempotency-Key already started."""
+    body = await call.json()
+    generation, created = await call.world.generations.start(
+        call.who,
+        body.get("modelId"),
+        body.get("input"),
+        body.get("webhook"),
+        idempotency_key=call.idempotency_key(),
+        at_capacity=call.at_capacity,
+        base_url=call.base_url,
+    )
+    return ok(generation.public(call.world), 201 if created else 200)
+
+
+def wait_seconds(raw: str | None) -> int:
+    """The ``wait`` query parameter: absent (0), or an integer from 5 to 55."""
+    if raw is None:
+        return 0
+    try:
+        wait = int(raw)
+    except ValueError:
+        wait = -1
+    if not limits.WAIT_MIN_SECONDS <= wait <= limits.WAIT_MAX_SECONDS:
+        raise bad_request(messages.wait_out_of_range(limits.WAIT_MIN_SECONDS, limits.WAIT_MAX_SECONDS))
+    return wait
+
+
+async def read(call: Call) -> Response:
+    """GET /v1/generations/{id}?wait=: the generation, held until it ends or the wait expires."""
+    wait = wait_seconds(call.request.query_params.get("wait"))
+    generation, still_running = await call.world.generations.read(call.who, call.path("id"), wait)
+    data = generation.public(call.world)
+    if still_running:
+        data["stillRunning"] = True
+    return ok(data)
+
+
+async def estimate(call: Call) -> Response:
+    """POST /v1/estimate: the price a run of the same body would charge; never charges."""
+    body = await call.json()
+    priced = await call.world.generations.estimate(body.get("modelId"), body.get("input"))
+    return ok(
+        {
+            wire.ESTIMATE_MODEL: priced.model.id,
+            wire.ESTIMATE_CREDITS: priced.credits,
+            wire.ESTIMATE_BILLING: pricing.billing_text(priced.model),
+        }
+    )

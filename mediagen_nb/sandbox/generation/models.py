@@ -1,0 +1,250 @@
+"""The generation backend: the ten start checks in the spec's order, estimates, runs and their reads.
+
+Plain arguments in, :class:`Generation` objects out; refusals raise ``ServiceError``. The checks every
+paid start shares (idempotency, cap, moderation, balance, the 503 rule, outcomes) are in ``lifecycle``.
+"""
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mediagen_nb.protocol import limits, messages, schema, states
+from mediagen_nb.sandbox import catalog, lifecycle, moderation, pricing
+from mediagen_nb.sandbox.accounts import Caller
+from mediagen_nb.sandbox.fetch import media_seconds
+from mediagen_nb.sandbox.generation.outputs import face_frame, output_specs
+from mediagen_nb.sandbox.responses import ServiceError, bad_request, too_many
+
+if TYPE_CHECKING:
+    from mediagen_nb.sandbox.world import World
+
+RESOURCE = "generation"  # the ledger's name for it
+WEBHOOK_FIELDS = ("id", "modelId", "status", "output", "error")
+
+
+@dataclass
+class Generation:
+    id: str
+    caller: Caller
+    model: catalog.ModelSpec
+    input: dict[str, Any]
+    credits: int
+    created_at: float
+    finish_at: float
+    outcome: lifecycle.Outcome
+    base_url: str
+    media_seconds: float | None = None
+    webhook: str | None = None
+    frame: tuple[int, int] | None = None  # lip-sync: the face image's size, whose aspect the video keeps
+    status: str = states.PROCESSING
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def public(self, world: "World") -> dict[str, Any]:
+        """The Generation resource of the spec's table."""
+        data: dict[str, Any] = {
+            "id": self.id,
+            "modelId": self.model.id,
+            "status": self.status,
+            "output": self.output,
+            "error": self.error,
+            "creditsSpent": self.credits,
+            "createdAt": world.clock.iso(self.created_at),
+        }
+        if self.media_seconds is not None:
+            data["mediaDurationSec"] = round(self.media_seconds, 3)
+        return data
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A start body that passed checks 2, 3, 6 and 7, with its price."""
+
+    model: catalog.ModelSpec
+    values: dict[str, Any]
+    media_seconds: float | None
+    credits: int
+    webhook: str | None
+
+
+def find_model(model_id: Any) -> catalog.ModelSpec:
+    """Check 2: the model id is in the public catalog."""
+    model = catalog.BY_ID.get(model_id) if isinstance(model_id, str) else None
+    if model is None:
+        raise bad_request(messages.unknown_model(str(model_id or ""), catalog.BY_ID))
+    return model
+
+
+class Generations:
+    """Every generation of the sandbox, by id, with the account-scoped Idempotency-Keys of their starts."""
+
+    def __init__(self, world: "World") -> None:
+        self.world = world
+        self.items: dict[str, Generation] = {}
+        self.idempotency = lifecycle.Idempotency(
+            world.clock, retention=None, chars=limits.IDEMPOTENCY_KEY_CHARS
+        )
+
+    async def _checks_2_3(
+        self, model_id: Any, values: Any, webhook: Any, *, estimate: bool
+    ) -> tuple[catalog.ModelSpec, dict[str, Any]]:
+        """Check 2 (model in the catalog) and check 3 (webhook, then ``input`` an object)."""
+        model = find_model(model_id)
+        if webhook is not None and not estimate:
+            await self.world.outbox.check(webhook)
+        if not isinstance(values, dict):
+            raise bad_request(messages.INPUT_NOT_OBJECT)
+        return model, values
+
+    async def _price(
+        self, model: catalog.ModelSpec, values: dict[str, Any], webhook: str | None, *, estimate: bool
+    ) -> Priced:
+        """Check 6 (schema) and check 7 (media length), then the one pricing rule of run and estimate."""
+        try:
+            normalized = schema.normalize(model.input_schema, values)
+        except schema.InputError as exc:
+            raise bad_request(exc.message) from None
+        own = self.world.own_file
+        seconds = None
+        if model.media_field:
+            try:
+                seconds = await media_seconds(model.media_field, normalized.get(model.media_field), own)
+            except ServiceError:
+                if not estimate:
+                    raise
+                seconds = limits.ESTIMATE_FALLBACK_SECONDS
+        for name, minimum in () if estimate else model.min_media_seconds:
+            if (
+                normalized.get(name) is not None
+                and await media_seconds(name, normalized[name], own) <= minimum
+            ):
+                raise bad_request(messages.media_too_short(name, minimum))
+        return Priced(model, normalized, seconds, pricing.price(model, normalized, seconds), webhook)
+
+    async def start(
+        self,
+        caller: Caller,
+        model_id: Any,
+        values: Any,
+        webhook: Any,
+        *,
+        idempotency_key: str | None,
+        at_capacity: bool,
+        base_url: str,
+    ) -> tuple[Generation, bool]:
+        """``POST /v1/run``: the generation and True, or the one the key already started and False."""
+        model, values = await self._checks_2_3(model_id, values, webhook, estimate=False)
+
+        async def create() -> str:
+            return await self._create(caller, model, values, webhook, at_capacity, base_url)
+
+        gen_id, created = await self.idempotency.once(caller.account.id, idempotency_key, create)
+        return self.items[gen_id], created
+
+    async def _create(
+        self,
+        caller: Caller,
+        model: catalog.ModelSpec,
+        values: dict[str, Any],
+        webhook: str | None,
+        at_capacity: bool,
+        base_url: str,
+    ) -> str:
+        """Checks 5 to 10, then the charge and the run."""
+        world = self.world
+        token = world.starts.acquire(caller.account.id)
+        if token is None:
+            raise too_many(messages.TOO_MANY_GENERATIONS)
+        try:
+            priced = await self._price(model, values, webhook, estimate=False)
+            frame = await face_frame(model, priced.values, world.own_file)
+            lifecycle.admit(
+                world.accounts,
+                caller,
+                priced.credits,
+                lifecycle.top_up_url(base_url),
+                moderate=lambda: moderation.check(model.input_schema, priced.values),
+            )
+            gen_id = world.new_id()
+            if at_capacity:
+                lifecycle.refuse_at_capacity(
+                    world.accounts, caller, priced.credits, RESOURCE, gen_id, modelId=model.id
+                )
+        except ServiceError:
+            world.starts.release(caller.account.id, token)
+            raise
+        world.accounts.charge(caller, priced.credits, RESOURCE, gen_id, modelId=model.id)
+        self._launch(gen_id, caller, priced, base_url).frame = frame  # before the run can settle
+        return gen_id
+
+    def _launch(self, gen_id: str, caller: Caller, priced: Priced, base_url: str) -> Generation:
+        world = self.world
+        now = world.clock.now()
+        model = priced.model
+        mean = catalog.simulated_runtime(model, priced.values, priced.media_seconds)
+        runtime = mean * world.rng("runtime", gen_id).lognormvariate(0, 0.25)
+        outcome, duration = lifecycle.plan(world.faults, runtime, priced.media_seconds or 0.0)
+        gen = Generation(
+            id=gen_id,
+            caller=caller,
+            model=model,
+            input=priced.values,
+            credits=priced.credits,
+            created_at=now,
+            finish_at=now + duration,
+            outcome=outcome,
+            base_url=base_url,
+            media_seconds=priced.media_seconds,
+            webhook=priced.webhook,
+        )
+        self.items[gen.id] = gen
+        world.schedule(duration, lambda: self.settle(gen))
+        return gen
+
+    def settle(self, gen: Generation) -> None:
+        """Finish ``gen`` if its time has come: fill the output, or fail and refund; send the webhook."""
+        world = self.world
+        if gen.status != states.PROCESSING or world.clock.now() < gen.finish_at:
+            return
+        if gen.outcome == lifecycle.SUCCEED:
+            gen.status = states.SUCCEEDED
+            seed = world.rng("media", gen.id).randrange(2**31)
+            specs = output_specs(gen.model, gen.input, gen.media_seconds, gen.frame, seed)
+            gen.output = {"type": gen.model.kind, "urls": [world.media_url(gen.base_url, s) for s in specs]}
+        else:
+            gen.status = states.FAILED
+            gen.error = (
+                lifecycle.timed_out(gen.created_at, gen.finish_at)
+                if gen.outcome == lifecycle.TIMEOUT
+                else messages.model_failed(gen.model.name)
+            )
+            world.accounts.refund(
+                gen.caller, gen.credits, RESOURCE, gen.id, modelId=gen.model.id, note=gen.status
+            )
+        gen.done.set()
+        if gen.webhook:
+            payload = {k: v for k, v in gen.public(world).items() if k in WEBHOOK_FIELDS}
+            world.outbox.send(gen.webhook, payload)
+
+    async def read(self, caller: Caller, gen_id: str, wait: int) -> tuple[Generation, bool]:
+        """``GET /v1/generations/{id}``, held up to ``wait`` simulated seconds (0: not held) until it ends;
+        the generation and whether it is still running after a wait."""
+        try:
+            uuid.UUID(gen_id)
+        except ValueError:
+            raise bad_request(messages.INVALID_GENERATION_ID) from None
+        gen = lifecycle.owned(self.items, gen_id, caller, messages.GENERATION_NOT_FOUND)
+        self.settle(gen)
+        if wait and gen.status == states.PROCESSING:
+            try:
+                await asyncio.wait_for(gen.done.wait(), timeout=self.world.clock.real(wait))
+            except asyncio.TimeoutError:
+                self.settle(gen)
+        return gen, bool(wait) and gen.status == states.PROCESSING
+
+    async def estimate(self, model_id: Any, values: Any) -> Priced:
+        """``POST /v1/estimate``: the run's checks 2, 3, 6 and 7 and its price; never charges."""
+        model, values = await self._checks_2_3(model_id, values, None, estimate=True)
+        return await self._price(model, values, None, estimate=True)

@@ -1,0 +1,86 @@
+"""What a finished generation makes: the media files of its output, sized from its input.
+
+Images keep the input's ``aspect_ratio`` (or ``width``/``height``, at most 768 px a side); videos are
+320 px on the long side, and a lip-sync video keeps the aspect ratio of its face image.
+"""
+
+import io
+from collections.abc import Mapping
+from typing import Any
+
+from PIL import Image
+
+from mediagen_nb.sandbox import catalog
+from mediagen_nb.sandbox.fetch import OwnFiles, download
+from mediagen_nb.sandbox.media import MediaSpec
+
+MAX_SIDE = 768  # images are drawn at most this large; the real service's sizes do not matter here
+LIP_SYNC_GROUP = "Lip-sync"
+
+
+def _ratio(values: Mapping[str, Any]) -> tuple[float, float] | None:
+    ratio = values.get("aspect_ratio")
+    if isinstance(ratio, str) and ":" in ratio:
+        w, _, h = ratio.partition(":")
+        try:
+            return float(w), float(h)
+        except ValueError:
+            return None
+    return None
+
+
+def image_size(values: Mapping[str, Any]) -> tuple[int, int]:
+    """An image's size: its ``width``/``height`` scaled to fit, else 512 px on the long side."""
+    width, height = values.get("width"), values.get("height")
+    if isinstance(width, int) and isinstance(height, int) and width > 0 and height > 0:
+        scale = min(1.0, MAX_SIDE / max(width, height))
+        return max(16, int(width * scale)), max(16, int(height * scale))
+    ratio = _ratio(values) or (1.0, 1.0)
+    scale = 512 / max(ratio)
+    return int(ratio[0] * scale), int(ratio[1] * scale)
+
+
+def video_size(values: Mapping[str, Any], frame: tuple[int, int] | None = None) -> tuple[int, int]:
+    """A video's size: the face frame's aspect, else the ``aspect_ratio``, else 16:9; even sides."""
+    ratio = frame or _ratio(values) or (16.0, 9.0)
+    scale = 320 / max(ratio)
+    return max(16, int(ratio[0] * scale) // 2 * 2), max(16, int(ratio[1] * scale) // 2 * 2)
+
+
+async def face_frame(
+    model: catalog.ModelSpec, values: Mapping[str, Any], own_files: OwnFiles
+) -> tuple[int, int] | None:
+    """The size of a lip-sync run's face ``image`` (the output keeps its aspect ratio); None if unreadable."""
+    url = values.get("image")
+    if model.group != LIP_SYNC_GROUP or not isinstance(url, str):
+        return None
+    try:
+        data = await download(url, own_files)
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+    except Exception:  # unreachable or not an image: the spec checks neither at start; keep the default
+        return None
+    return (width, height) if width > 0 and height > 0 else None
+
+
+def output_specs(
+    model: catalog.ModelSpec,
+    values: Mapping[str, Any],
+    media_seconds: float | None,
+    frame: tuple[int, int] | None,
+    seed: int,
+) -> list[MediaSpec]:
+    """The files of a successful run, in order (the first is the main result)."""
+    prompt = str(values.get("prompt") or values.get("text") or model.name)
+    if model.kind == "image":
+        width, height = image_size(values)
+        count = values.get("num_images", 1)
+        count = count if isinstance(count, int) and 1 <= count <= 4 else 1
+        return [MediaSpec("image", prompt, 0, seed + i, width, height, "png") for i in range(count)]
+    seconds = catalog.output_seconds(model, values, media_seconds) or 5.0
+    if model.kind == "audio":
+        fmt = "mp3" if model.group == "Music" else "wav"
+        return [MediaSpec("audio", prompt, seconds, seed, fmt=fmt)]
+    width, height = video_size(values, frame)
+    audio = bool(model.media_field) or bool(values.get("generate_audio"))
+    return [MediaSpec("video", prompt, seconds, seed, width, height, "mp4", audio)]

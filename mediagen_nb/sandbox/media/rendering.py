@@ -1,0 +1,36 @@
+"""What a ``MediaSpec`` renders to: the one dispatch from a spec to a file's bytes."""
+
+from mediagen_nb.sandbox.media.encoding import mp3_bytes, wav_bytes
+from mediagen_nb.sandbox.media.images import image_bytes, picture
+from mediagen_nb.sandbox.media.music import music_samples
+from mediagen_nb.sandbox.media.spec import MediaSpec
+from mediagen_nb.sandbox.media.speech import speech_samples
+from mediagen_nb.sandbox.media.video import render_video
+
+
+def render_audio(seconds: float, *, seed: int, text: str = "", fmt: str = "wav") -> bytes:
+    """Render `seconds` of speech-like audio shaped by `text` as WAV (16 kHz mono 16-bit) or MP3."""
+    samples = speech_samples(seconds, seed, text)
+    return mp3_bytes(samples) if fmt == "mp3" else wav_bytes(samples)
+
+
+def render_music(seconds: float, *, seed: int, fmt: str = "mp3") -> bytes:
+    """Render `seconds` of a simple chord-loop music bed as MP3 or WAV."""
+    samples = music_samples(seconds, seed)
+    return mp3_bytes(samples) if fmt == "mp3" else wav_bytes(samples)
+
+
+def render(spec: MediaSpec) -> bytes:
+    """Render the file `spec` describes."""
+    if spec.kind == "image":
+        return image_bytes(picture(spec.prompt, spec.seed, spec.width, spec.height), spec.fmt)
+    if spec.kind == "audio":
+        return render_audio(spec.seconds, seed=spec.seed, text=spec.prompt, fmt=spec.fmt)
+    return render_video(
+        spec.prompt,
+        seconds=spec.seconds,
+        seed=spec.seed,
+        width=spec.width,
+        height=spec.height,
+        audio=spec.audio,
+    )

@@ -1,0 +1,180 @@
+"""The request pipeline every service endpoint shares: key, rate limit, injected faults, error bodies.
+
+A handler sees one request as a :class:`Call`; this module is the only place that draws HTTP faults,
+so the backends get what a fault means as a plain argument (``at_capacity``) and never the fault.
+"""
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from mediagen_nb.protocol import messages
+from mediagen_nb.sandbox.accounts import Caller
+from mediagen_nb.sandbox.responses import ServiceError, bad_request, error_response, too_many
+
+if TYPE_CHECKING:
+    from mediagen_nb.sandbox.world import World
+
+MAX_JSON_DEPTH = 64  # no body of the service nests deeper; deeper ones are refused before any handler
+
+
+class DroppedConnection(httpx.RemoteProtocolError):
+    """Raised mid-response by a ``drop`` fault: over HTTP the socket closes with the body incomplete;
+    in-process (``httpx.ASGITransport``) the client sees this same transport error."""
+
+
+class DroppedResponse(Response):
+    """Starts a response, sends part of it, then drops the connection."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"256")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b'{"success": true, "da', "more_body": True})
+        raise DroppedConnection("Server disconnected without completing the response (injected drop fault)")
+
+
+def _not_a_number(literal: str) -> float:
+    raise ValueError(f"{literal} is not a JSON number")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{literal} is too large a number")
+    return value
+
+
+def _check_tree(body: Any) -> None:
+    """Refuse bodies nested deeper than ``MAX_JSON_DEPTH`` and strings that are not Unicode text."""
+    stack: list[tuple[Any, int]] = [(body, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise bad_request(messages.body_too_deep(MAX_JSON_DEPTH))
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise bad_request(messages.BODY_NOT_TEXT) from None
+        elif isinstance(value, dict):
+            stack.extend((item, depth + 1) for pair in value.items() for item in pair)
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The request's JSON object body (``{}`` when empty); a 400 naming the problem otherwise."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
+    except RecursionError:
+        raise bad_request(messages.body_too_deep(MAX_JSON_DEPTH)) from None
+    except ValueError as exc:  # also bad UTF-8 and integers too long to read
+        raise bad_request(messages.body_not_json(_reason(exc))) from None
+    if not isinstance(body, dict):
+        raise bad_request(messages.BODY_NOT_OBJECT)
+    _check_tree(body)
+    return body
+
+
+def _reason(exc: ValueError) -> str:
+    """The first clause of a JSON parse error, without the position noise of long inputs."""
+    return str(exc).split(":", 1)[0][:120] or type(exc).__name__
+
+
+@dataclass(frozen=True)
+class Call:
+    """One service request as a handler sees it: the world, the request, who made it, the fault drawn."""
+
+    world: "World"
+    request: Request
+    caller: Caller | None
+    fault: str | None
+
+    @property
+    def base_url(self) -> str:
+        return str(self.request.base_url).rstrip("/")
+
+    @property
+    def who(self) -> Caller:
+        assert self.caller is not None, "authenticated endpoint"
+        return self.caller
+
+    @property
+    def at_capacity(self) -> bool:
+        """A ``503`` fault on a start: the model cannot take the job after the charge."""
+        return self.fault == "503"
+
+    def path(self, name: str) -> str:
+        return str(self.request.path_params[name])
+
+    def idempotency_key(self) -> str | None:
+        return self.request.headers.get("idempotency-key") or None
+
+    async def json(self) -> dict[str, Any]:
+        return await json_object(self.request)
+
+
+Handler = Callable[[Call], Awaitable[Response]]
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def service_endpoint(
+    route: str, handler: Handler, *, authenticated: bool = True, start: bool = False
+) -> Endpoint:
+    """``handler`` behind check 1 (key and request limit), fault injection and error rendering.
+
+    ``route`` is the endpoint's name in ``protocol.paths`` (what a fault plan's ``routes`` lists). On a
+    ``start`` route a ``503`` fault reaches the handler as :attr:`Call.at_capacity`, so the backend can
+    charge and refund in the same request as the spec describes; elsewhere it is a plain 503.
+    """
+
+    async def endpoint(request: Request) -> Response:
+        world: World = request.app.state.world
+        fault = None
+        try:
+            caller = None
+            if authenticated:
+                caller = world.accounts.authenticate(request.headers.get("authorization"))
+                if world.requests.acquire(caller.key.id) is None:
+                    raise too_many(messages.KEY_RATE_LIMIT)
+            fault = world.faults.draw(route)
+            if fault == "slow":
+                await asyncio.sleep(world.faults.slow_seconds)
+            if fault == "429":
+                raise too_many(messages.KEY_RATE_LIMIT)
+            if fault == "500":
+                raise ServiceError(500, messages.SERVER_ERROR)
+            if fault == "503" and not start:
+                raise ServiceError(503, messages.AT_CAPACITY)
+            response = await handler(Call(world, request, caller, fault))
+        except ServiceError as exc:
+            response = error_response(exc.status, exc.message)
+        return DroppedResponse() if fault == "drop" else response
+
+    endpoint.__name__ = handler.__name__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
+
+
+def control_endpoint(handler: Endpoint) -> Endpoint:
+    """A ``/_sandbox/`` handler whose refusals render like the service's (no key, no faults)."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ServiceError as exc:
+            return error_response(exc.status, exc.message)
+
+    endpoint.__name__ = handler.__name__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
