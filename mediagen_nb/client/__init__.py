@@ -25,10 +25,12 @@ from mediagen_nb.client.errors import (
     PermissionDeniedError,
     RateLimitError,
     ServerError,
+    ServiceResponseError,
     StartUncertain,
     ValidationError,
     WaitTimeout,
     WebhookError,
+    WorkFailed,
 )
 from mediagen_nb.client.inbox import WebhookInbox
 from mediagen_nb.client.ledger import Ledger, LedgerError
@@ -85,6 +87,7 @@ __all__ = [
     "RetryPolicy",
     "Secret",
     "ServerError",
+    "ServiceResponseError",
     "ShortVideoJob",
     "StartUncertain",
     "ValidationError",
@@ -93,6 +96,7 @@ __all__ = [
     "WaitTimeout",
     "WebhookError",
     "WebhookInbox",
+    "WorkFailed",
     "budget",
     "current",
     "use",

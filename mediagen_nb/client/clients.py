@@ -15,9 +15,11 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, get_args, over
 
 import httpx
 
+from mediagen_nb.client import transport
 from mediagen_nb.client.config import Settings, resolve
 from mediagen_nb.client.core import Call, Op, Record
 from mediagen_nb.client.engine import Engine
+from mediagen_nb.client.errors import MediagenError
 from mediagen_nb.client.ledger import Ledger
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.client.resources import Model
@@ -173,8 +175,9 @@ class Client(BaseClient):
             reply, failure = None, None
             if isinstance(step, Call):
                 try:
-                    reply = self._http.send(self._engine.build(self._http, step))
-                except httpx.TransportError as exc:
+                    request = self._engine.build(self._http, step)
+                    reply = transport.send(self._http, request, self._engine.deadline(step))
+                except (httpx.TransportError, MediagenError) as exc:
                     failure = exc
             elif isinstance(step, Record):
                 try:
@@ -238,8 +241,9 @@ class AsyncClient(BaseClient):
             reply, failure = None, None
             if isinstance(step, Call):
                 try:
-                    reply = await self._http.send(self._engine.build(self._http, step))
-                except httpx.TransportError as exc:
+                    request = self._engine.build(self._http, step)
+                    reply = await transport.asend(self._http, request, self._engine.deadline(step))
+                except (httpx.TransportError, MediagenError) as exc:
                     failure = exc
             elif isinstance(step, Record):
                 try:

@@ -12,6 +12,7 @@ so a re-run finds the key and resumes instead of paying again.
 
 import json
 import random
+import re
 import time
 import uuid
 from collections import OrderedDict
@@ -19,12 +20,13 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
 from mediagen_nb.client import errors, idempotency, pacing
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.config import Secret, Settings, Where
+from mediagen_nb.client.config import LOOPBACK_NAMES, Secret, Settings, Where
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spending import Budget
@@ -39,6 +41,9 @@ R = TypeVar("R")
 CATALOG, READ, START = "catalog", "read", "start"
 POLL_SECONDS = 5.0  # replication and topic-to-video have no ``wait``: poll every few seconds
 HTTP_SLACK = 30.0  # real seconds a request may take beyond the time the service holds it
+CONNECT_TIMEOUT = 5.0  # real seconds to open a connection: a wrong address fails within seconds
+CONNECT_RETRIES = (0.5, 1.0)  # real seconds before each new try of a refused connection (never sent)
+SILENT_RETRIES = 1  # a request that got no answer in time is tried once more, then fails
 
 
 @dataclass(frozen=True)
@@ -145,7 +150,7 @@ class Core:
             headers["Authorization"] = f"Bearer {call.key.reveal()}"
         if call.idempotency_key is not None:
             headers["Idempotency-Key"] = call.idempotency_key
-        timeout = self.timeout + self.settings.limits.real(call.hold) + (HTTP_SLACK if call.hold else 0.0)
+        timeout = httpx.Timeout(self.deadline(call), connect=CONNECT_TIMEOUT)
         return http.build_request(
             call.method,
             self.settings.base_url + path(call.endpoint, **call.params),
@@ -154,6 +159,10 @@ class Core:
             headers=headers,
             timeout=timeout,
         )
+
+    def deadline(self, call: Call) -> float:
+        """Real seconds the whole exchange of ``call`` may take: the service's hold plus a margin."""
+        return self.timeout + self.settings.limits.real(call.hold) + (HTTP_SLACK if call.hold else 0.0)
 
     def _real(self, service_seconds: float) -> float:
         return self.settings.limits.real(service_seconds)
@@ -178,7 +187,7 @@ class Core:
         """Send ``call`` under the limiters and the retry policy; return ``data`` (or the raw body)."""
         if call.kind == START and call.idempotency_key is None and call.replayable:
             call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
-        attempt = 0
+        attempt, refused, silent = 0, 0, 0
         while True:
             call, delay = self._reserve(call)
             if delay > 0:
@@ -186,8 +195,27 @@ class Core:
             error: errors.MediagenError
             try:
                 response: httpx.Response = yield call
+            except httpx.ConnectError as exc:  # nothing was sent: safe to try again, briefly
+                if refused < len(CONNECT_RETRIES):
+                    yield Pause(CONNECT_RETRIES[refused])
+                    refused += 1
+                    continue
+                raise errors.ConnectionFailed(
+                    f"cannot connect to {self.settings.base_url} ({exc or type(exc).__name__}): check "
+                    "MEDIAGEN_BASE_URL (or base_url=) and that the service is running",
+                    sent=False,
+                ) from None
             except httpx.TransportError as exc:
-                error = errors.ConnectionFailed(f"{call.method} {path(call.endpoint, **call.params)}: {exc}")
+                what = f"{call.method} {path(call.endpoint, **call.params)}"
+                if isinstance(exc, httpx.TimeoutException):
+                    silent += 1
+                    error = errors.ConnectionFailed(
+                        f"{what}: no answer from {self.settings.base_url} in time ({exc or 'timed out'})"
+                    )
+                    if silent > SILENT_RETRIES:
+                        error.retryable = False
+                else:
+                    error = errors.ConnectionFailed(f"{what}: {exc or type(exc).__name__}")
             else:
                 if response.is_success:
                     try:
@@ -254,7 +282,28 @@ class Core:
             raise errors.ValidationError(exc.message, field=exc.field, sent=False) from None
         checked = {name: normalized[name] for name in values}
         sendable(checked)
+        for name, prop in model.properties.items():
+            if name in checked and isinstance(prop, Mapping) and schema.media_kind(prop):
+                items = checked[name] if isinstance(checked[name], list) else [checked[name]]
+                for url in items:
+                    self.check_media_url(name, url)
         return checked
+
+    def check_media_url(self, name: str, url: Any) -> None:
+        """Only public https media URLs are sent; a sandbox reached over plain http may serve its own.
+
+        The service downloads media inputs itself, so anything else would be refused or could leak.
+        """
+        parts = urlsplit(url) if isinstance(url, str) else None
+        host = (parts.hostname or "") if parts else ""
+        base = urlsplit(self.settings.base_url)
+        local = base.scheme == "http" and (host == base.hostname or host in LOOPBACK_NAMES)
+        if parts is None or not host or not (parts.scheme == "https" or (parts.scheme == "http" and local)):
+            raise errors.ValidationError(
+                f"{name} must be a public https URL the service can download, not {str(url)[:80]!r}",
+                field=name,
+                sent=False,
+            )
 
     # -- the ledger and the budget ----------------------------------------------------------------
 
@@ -324,7 +373,11 @@ class Core:
             raise
         try:
             data = yield from self.send(call)
-        except (errors.ConnectionFailed, errors.ServerError) as exc:
+        except (errors.ConnectionFailed, errors.ServerError, errors.ServiceResponseError) as exc:
+            if isinstance(exc, errors.ConnectionFailed) and not exc.sent:  # never left this machine
+                self.budget.release(hold)
+                yield Record(partial(book.refused, start.key, self.where))
+                raise
             yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
             cost = f"up to {start.price} credits" if start.price is not None else "its price"
             raise errors.StartUncertain(
@@ -442,6 +495,34 @@ class Core:
             if deadline is not None and time.monotonic() >= deadline:
                 raise errors.WaitTimeout(f"{what} has not finished", current)
             yield Pause(self._real(poll))
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+ID_KINDS = {"generation": True, "analysis": True, "run": False, "job": False}  # kind -> must be a UUID
+
+
+def checked_id(value: object, kind: str) -> str:
+    """An id from a caller, a webhook or a response, safe to put in a path; else ValidationError.
+
+    Generation and analysis ids are UUIDs (the spec); run and job ids are not shown, so they may be
+    any short token of letters, digits, ``-`` and ``_``. Nothing else ever reaches a URL.
+    """
+    text = getattr(value, "id", value)
+    if not isinstance(text, str):
+        raise errors.ValidationError(
+            f"{kind} id must be a string, not {type(text).__name__}", field="id", sent=False
+        )
+    if ID_KINDS[kind] and not _UUID.fullmatch(text):
+        prefix = messages.INVALID_GENERATION_ID if kind == "generation" else f"Invalid {kind} id"
+        raise errors.ValidationError(
+            f"{prefix}: {text[:80]!r} is not a UUID (use the id its start returned)", field="id", sent=False
+        )
+    if not ID_KINDS[kind] and not _TOKEN.fullmatch(text):
+        raise errors.ValidationError(
+            f"Invalid {kind} id: {text[:80]!r} (use the id its start returned)", field="id", sent=False
+        )
+    return text
 
 
 def sendable(values: Mapping[str, Any]) -> None:

@@ -1,7 +1,37 @@
 """One exception hierarchy mirroring the spec's error table, plus the client's own failures.
 
-Every error carries ``status`` (None when no response was read), ``message`` and ``retryable``.
-No error text ever includes the API key: messages come from the service's body or from here.
+Every error carries ``status`` (None when no response was read: refused here, before sending),
+``message`` and ``retryable``. No error text ever includes the API key: messages come from the
+service's body or from here. In a notebook each shows as one line, ``Name: message``, without the
+library's frames (``_render_traceback_``, IPython's hook for that).
+
+::
+
+    MediagenError
+    ├── ConfigurationError          where to connect, with which key, a malformed setting
+    ├── BudgetExceeded              a start would pass the session budget (nothing sent)
+    ├── StartUncertain              a start got no answer: possibly charged, resumable for free
+    ├── ConnectionFailed            no (whole) response: refused, timed out, broken
+    ├── ServiceResponseError        a response that is not what the spec says (a field, a size)
+    ├── LedgerError                 the ledger file cannot be read or written (client.ledger)
+    ├── APIError                    the service answered with an error status
+    │   ├── BadRequestError         400
+    │   │   ├── ValidationError     an input the schema refuses (status None: refused here)
+    │   │   ├── ModerationError
+    │   │   ├── InsufficientCreditsError
+    │   │   └── WebhookError
+    │   ├── AuthenticationError     401
+    │   ├── PermissionDeniedError   403
+    │   ├── NotFoundError           404
+    │   ├── RateLimitError          429 (60 a minute on the key, or 60 starts on the account)
+    │   ├── KeyCapReachedError      429 (the key's monthly cap)
+    │   ├── ServerError             500
+    │   └── CapacityError           503
+    ├── GenerationError             a started generation ended ``failed``
+    │   └── GenerationFailed
+    │       └── GenerationTimedOut
+    ├── WorkFailed                  an analysis, replica or topic-to-video job ended ``failed``
+    └── WaitTimeout                 a client-side wait ran out; the job goes on
 """
 
 import json
@@ -24,6 +54,10 @@ class MediagenError(Exception):
         super().__init__(message)
         self.message = message
 
+    def _render_traceback_(self) -> list[str]:
+        """IPython shows this instead of a traceback: one line, none of the library's frames."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class ConfigurationError(MediagenError):
     """The client cannot tell where to connect, with which key, or a setting is malformed."""
@@ -45,16 +79,24 @@ class StartUncertain(MediagenError):
         self.credits = credits  # what it may have cost, when known
 
 
+class ServiceResponseError(MediagenError):
+    """A response the spec does not allow: a field of the wrong type, a body over the size cap."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class APIError(MediagenError):
     """The service answered with an error status."""
 
-    def __init__(self, status: int, message: str, *, body: Any = None) -> None:
+    def __init__(self, status: int | None, message: str, *, body: Any = None) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
 
     def __str__(self) -> str:
-        return f"{self.status} {self.message}"
+        return f"{self.status} {self.message}" if self.status is not None else self.message
 
 
 class BadRequestError(APIError):
@@ -67,7 +109,7 @@ class ValidationError(BadRequestError):
     def __init__(
         self, message: str, *, field: str | None = None, sent: bool = True, body: Any = None
     ) -> None:
-        super().__init__(400, message, body=body)
+        super().__init__(400 if sent else None, message, body=body)
         self.field = field
         self.sent = sent  # False: refused by the client, no request made, nothing charged
 
@@ -137,16 +179,28 @@ class CapacityError(APIError):
 
 
 class ConnectionFailed(MediagenError):
-    """The connection failed or broke before a whole response arrived; retried (starts keep their key)."""
+    """The connection failed or broke before a whole response arrived; retried (starts keep their key).
+
+    ``sent`` is False when no connection could be opened: the request never left this machine.
+    """
 
     retryable = True
+
+    def __init__(self, message: str, *, sent: bool = True) -> None:
+        super().__init__(message)
+        self.sent = sent
+        if not sent:
+            self.retryable = False
 
 
 class GenerationError(MediagenError):
     """A generation that started and then ended ``failed`` (its credits are refunded)."""
 
     def __init__(self, generation: "Generation") -> None:
-        super().__init__(f"Generation {generation.id} ({generation.model_id}) failed: {generation.error}")
+        super().__init__(
+            f"{generation.model_id} failed: {generation.error} "
+            f"(generation {generation.id}; its credits were refunded)"
+        )
         self.generation = generation
 
 
@@ -156,6 +210,16 @@ class GenerationFailed(GenerationError):
 
 class GenerationTimedOut(GenerationFailed):
     """The generation ran past its time limit (``Generation timed out``)."""
+
+
+class WorkFailed(MediagenError):
+    """An analysis, a replication run or a short-video job that ended ``failed`` (its credits refunded)."""
+
+    def __init__(self, resource: Any) -> None:
+        kind = {"Analysis": "the analysis", "ReplicationRun": "the replica", "ShortVideoJob": "the video"}
+        what = kind.get(type(resource).__name__, type(resource).__name__)
+        super().__init__(f"{what} failed: {resource.error} ({resource.id}; its credits were refunded)")
+        self.resource = resource
 
 
 class WaitTimeout(MediagenError):

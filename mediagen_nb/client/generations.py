@@ -7,7 +7,7 @@ from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.core import START, Call, Core, Op, Paid
+from mediagen_nb.client.core import START, Call, Core, Op, Paid, checked_id
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
@@ -128,7 +128,13 @@ class Generations(Core):
                     sent=False,
                 )
             query = {"wait": int(wait)}
-        call = Call("GET", "generation", params={"id": str(generation_id)}, query=query, hold=wait or 0)
+        call = Call(
+            "GET",
+            "generation",
+            params={"id": checked_id(generation_id, "generation")},
+            query=query,
+            hold=wait or 0,
+        )
         data = yield from self.send(call)
         generation = Generation.from_api(data, elapsed_s=self.elapsed(data.get("id", generation_id)))
         charged = 0 if generation.status == states.FAILED else generation.credits_spent

@@ -6,11 +6,11 @@ from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid
+from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid, checked_id
 from mediagen_nb.client.resources import Analysis, BlueprintBuild, ReplicationRun, wire_of
 from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import messages, schema, states
 from mediagen_nb.protocol import replication as rules
-from mediagen_nb.protocol import schema, states
 
 
 def run_body(
@@ -70,6 +70,13 @@ class Replication(Core):
         """
         if not isinstance(url, str) or not url.strip():
             raise errors.ValidationError("url must be a link to a short video", field="url", sent=False)
+        if not rules.is_https(url):
+            raise errors.ValidationError(
+                f"{messages.URL_MUST_BE_HTTPS}: {url[:80]!r} (a TikTok, YouTube or Instagram link, or a "
+                "direct .mp4, .mov or .webm)",
+                field="url",
+                sent=False,
+            )
         asked = {"url": url}
         book = yield from self.book(ledger)
         found = yield from self.keyed(
@@ -121,7 +128,9 @@ class Replication(Core):
 
     def analysis(self, analysis_id: str) -> Op[Analysis]:
         """Read an analysis and its blueprint."""
-        data = yield from self.send(Call("GET", "analysis", params={"id": str(analysis_id)}))
+        data = yield from self.send(
+            Call("GET", "analysis", params={"id": checked_id(analysis_id, "analysis")})
+        )
         analysis = Analysis.from_api(data)
         charged = 0 if analysis.status == states.FAILED else None
         yield from self.observed(analysis.id, analysis.status, credits=charged, error=analysis.error)
@@ -129,7 +138,9 @@ class Replication(Core):
 
     def build_blueprint(self, analysis_id: str) -> Op[BlueprintBuild]:
         """Ask for clip prompts when only the shot list exists."""
-        data = yield from self.send(Call("POST", "blueprint", params={"id": str(analysis_id)}))
+        data = yield from self.send(
+            Call("POST", "blueprint", params={"id": checked_id(analysis_id, "analysis")})
+        )
         return BlueprintBuild.from_api(data)
 
     def wait_analysis(
@@ -217,7 +228,12 @@ class Replication(Core):
         start = Paid(ledgers.REPLICATION, what, found.key, model, asked, price, found.ask, found.variation)
         sent = {**body, "webhook": webhook} if webhook is not None else body
         call = Call(
-            "POST", "replicate", START, params={"id": str(analysis_id)}, body=sent, idempotency_key=found.key
+            "POST",
+            "replicate",
+            START,
+            params={"id": checked_id(analysis_id, "analysis")},
+            body=sent,
+            idempotency_key=found.key,
         )
         data, hold = yield from self.paid(start, call, book)
         run = ReplicationRun.from_api(
@@ -230,7 +246,7 @@ class Replication(Core):
 
     def replication_run(self, run_id: str) -> Op[ReplicationRun]:
         """Read a replication run."""
-        data = yield from self.send(Call("GET", "replication_run", params={"id": str(run_id)}))
+        data = yield from self.send(Call("GET", "replication_run", params={"id": checked_id(run_id, "run")}))
         run = ReplicationRun.from_api(data)
         # The run resource has no credits field: the ledger keeps the start's estimate (credits_known off).
         yield from self.observed(run.id, run.status, credits=None, error=run.error, resource=data)

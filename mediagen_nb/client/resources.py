@@ -10,7 +10,7 @@ from html import escape
 from typing import Any, TypeVar
 
 from mediagen_nb.client import html
-from mediagen_nb.client.errors import GenerationFailed, GenerationTimedOut
+from mediagen_nb.client.errors import GenerationFailed, GenerationTimedOut, ServiceResponseError
 from mediagen_nb.protocol import messages, wire
 from mediagen_nb.protocol.schema import length_billed_field, media_kind
 
@@ -116,8 +116,79 @@ OPTIONS_FIELDS = {
 }
 
 
-def parse(cls: type[R], data: Mapping[str, Any], names: Mapping[str, str], **more: Any) -> R:
-    """Build ``cls`` from a wire object: mapped fields by attribute, everything else into ``extra``."""
+# What each wire field must be when present (null is always allowed): a field of another type is a
+# ServiceResponseError naming it, so a resource never holds a value its repr or HTML view trips on.
+TEXT, WHOLE, NUMBER, FLAG, OBJECT, ARRAY = (
+    "a string",
+    "an integer",
+    "a number",
+    "true or false",
+    "an object",
+    "a list",
+)
+_KINDS: dict[str, Any] = {
+    TEXT: lambda v: isinstance(v, str),
+    WHOLE: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    NUMBER: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    FLAG: lambda v: isinstance(v, bool),
+    OBJECT: lambda v: isinstance(v, Mapping),
+    ARRAY: lambda v: isinstance(v, (list, tuple)),
+}
+_NOT_TEXT = {
+    "output": OBJECT,
+    "creditsSpent": WHOLE,
+    "mediaDurationSec": NUMBER,
+    "stillRunning": FLAG,
+    wire.MODEL_CREDITS: WHOLE,
+    wire.MODEL_LINKS: OBJECT,
+    "input_schema": OBJECT,
+    "pricing": OBJECT,
+    "example": OBJECT,
+    "durationSeconds": NUMBER,
+    "clipCount": WHOLE,
+    "blueprint": OBJECT,
+    "clips": ARRAY,
+    "totalClips": WHOLE,
+    "doneClips": WHOLE,
+    wire.JOB_PROGRESS: NUMBER,
+    wire.JOB_CREDITS: WHOLE,
+    wire.JOB_EDIT_REPORT: OBJECT,
+    wire.JOB_DEGRADED: FLAG,
+    "seconds": NUMBER,
+    wire.BLUEPRINT_STARTED: FLAG,
+    wire.OPTIONS_VOICES: OBJECT,
+    wire.OPTIONS_GENDERS: ARRAY,
+    wire.OPTIONS_LOOKS: ARRAY,
+    wire.OPTIONS_FLOWS: ARRAY,
+    wire.OPTIONS_DEFAULTS: OBJECT,
+}
+_FREE = frozenset(
+    {"styleBible", "soundtrack", "aspect", "shots", "speakers", "characters"}
+)  # types not shown
+
+
+def expect(what: str, name: str, value: Any, kind: str) -> None:
+    """Raise ServiceResponseError unless ``value`` is None or of ``kind``."""
+    if value is not None and not _KINDS[kind](value):
+        raise ServiceResponseError(
+            f"the service sent {what}.{name} = {str(value)[:60]!r}, not {kind}: is MEDIAGEN_BASE_URL the "
+            "service's address?",
+            field=name,
+        )
+
+
+def parse(
+    cls: type[R], data: Any, names: Mapping[str, str], kinds: Mapping[str, str] | None = None, **more: Any
+) -> R:
+    """Build ``cls`` from a wire object: mapped fields by attribute (type-checked; ``kinds`` overrides the
+    kind of a wire name), everything else in ``extra``."""
+    if not isinstance(data, Mapping):
+        raise ServiceResponseError(
+            f"the service sent {str(data)[:60]!r} where {cls.__name__} should be an object"
+        )
+    for name in names.values():
+        if name not in _FREE:
+            expect(cls.__name__, name, data.get(name), (kinds or {}).get(name) or _NOT_TEXT.get(name, TEXT))
     known = set(names.values())
     values = {attr: data.get(name) for attr, name in names.items()}
     return cls(**values, **more, extra={k: v for k, v in data.items() if k not in known})  # type: ignore[call-arg]
@@ -172,6 +243,11 @@ class Generation(_Shown):
     @classmethod
     def from_api(cls, data: Mapping[str, Any], *, elapsed_s: float | None = None) -> "Generation":
         generation = parse(cls, data, GENERATION_FIELDS, elapsed_s=elapsed_s)
+        output = generation.output or {}
+        expect("Generation.output", "type", output.get("type"), TEXT)
+        expect("Generation.output", "urls", output.get("urls"), ARRAY)
+        for url in output.get("urls") or ():
+            expect("Generation.output", "urls[]", url, TEXT)
         return replace(generation, credits_spent=generation.credits_spent or 0)
 
     @property
@@ -252,6 +328,7 @@ class Model(_Shown):
         raw = data.get("pricing")
         pricing = None
         if isinstance(raw, Mapping):
+            expect("Model.pricing", "varies_by", raw.get("varies_by"), ARRAY)
             rest = {k: v for k, v in raw.items() if k not in ("type", "varies_by")}
             pricing = Pricing(raw.get("type"), tuple(raw.get("varies_by") or ()), rest)
         return replace(model, pricing=pricing, input_schema=model.input_schema or {})
@@ -559,7 +636,7 @@ class VideoOptions(_Shown):
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "VideoOptions":
-        return parse(cls, data, OPTIONS_FIELDS)
+        return parse(cls, data, OPTIONS_FIELDS, {wire.OPTIONS_SECONDS: OBJECT})
 
 
 _WIRE_NAMES: dict[str, Mapping[str, str]] = {

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid
+from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid, checked_id
 from mediagen_nb.client.resources import ShortVideoJob, VideoOptions
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, states, wire
@@ -149,7 +149,7 @@ class Videos(Core):
 
     def job(self, job_id: str) -> Op[ShortVideoJob]:
         """Read a topic-to-video job."""
-        data = yield from self.send(Call("GET", "job", params={"id": str(job_id)}))
+        data = yield from self.send(Call("GET", "job", params={"id": checked_id(job_id, "job")}))
         job = ShortVideoJob.from_api(data)
         charged = 0 if job.status == states.FAILED else job.credits_used
         yield from self.observed(
@@ -180,7 +180,9 @@ class Videos(Core):
         start = Paid(
             ledgers.JOB, f"the re-edit of job {job_id}", f"reedit-{uuid.uuid4().hex}", None, body, None
         )
-        call = Call("POST", "reedit", START, params={"id": str(job_id)}, body=body, replayable=False)
+        call = Call(
+            "POST", "reedit", START, params={"id": checked_id(job_id, "job")}, body=body, replayable=False
+        )
         data, hold = yield from self.paid(start, call, book)
         job = ShortVideoJob.from_api({"status": states.SCRIPTING, **data})
         yield from self.answered(

@@ -1,7 +1,9 @@
 """The magics: ``%%generate``, ``%generate``, ``%replicate``, ``%%make_video`` and ``%mediagen``.
 
-Service errors and option mistakes surface as one short line (IPython's UsageError), never as a
-traceback. IPython's own ``{var}`` expansion is off for these magics: ``{{name}}`` is ours.
+Every failure of a magic, a refused option or start, a failed generation, analysis, replica or
+video, is one line in the cell's output (``GenerationFailed: gpt-image-2 failed: ...``): an error, so
+the cell fails and Run All (or nbval) stops there, without a traceback. ``--no-raise`` keeps a failed
+generation's cell green. IPython's own ``{var}`` expansion is off for these magics: ``{{name}}`` is ours.
 
 Money: a start from a magic is keyed by what it asks (model and input; the link for an analysis),
 so running the same cell again returns the earlier result at no charge and says so; ``--fresh``
@@ -27,7 +29,13 @@ from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
 
 OUTPUT_FLAGS = {"-o": True, "--output": True}
-GENERATE_FLAGS = {**OUTPUT_FLAGS, "--estimate": False, "--no-wait": False, "--fresh": False}
+GENERATE_FLAGS = {
+    **OUTPUT_FLAGS,
+    "--estimate": False,
+    "--no-wait": False,
+    "--fresh": False,
+    "--no-raise": False,
+}
 REPLICATE_FLAGS = {
     **OUTPUT_FLAGS,
     "--model": True,
@@ -41,6 +49,7 @@ REPLICATE_FLAGS = {
     "--estimate": False,
     "--analyze": False,
     "--fresh": False,
+    "--no-raise": False,
 }
 VIDEO_FLAGS = {
     **OUTPUT_FLAGS,
@@ -53,12 +62,28 @@ VIDEO_FLAGS = {
     "--no-music": False,
     "--estimate": False,
     "--fresh": False,
+    "--no-raise": False,
 }
 SUBCOMMANDS = ("models", "model", "estimate", "key", "use", "usage", "budget", "history", "reedit", "help")
 
 
+class MagicError(UsageError):
+    """A magic's failure: one line ``Kind: message`` as the cell's error output, no traceback.
+
+    A subclass (not IPython's UsageError itself, which only prints to stderr) so that Jupyter gets an
+    error output: the cell fails, Run All stops, and nbval sees it.
+    """
+
+    def __init__(self, message: str, kind: str = "UsageError") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{self.kind}: {self}"]
+
+
 def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn our errors into a one-line UsageError: the message, no traceback."""
+    """Turn every failure into one MagicError line: the message, no traceback."""
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -67,10 +92,12 @@ def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
         __tracebackhide__ = True  # IPython shows none of our frames
         try:
             return method(*args, **kwargs)
-        except parsing.OptionError as exc:
-            raise UsageError(str(exc)) from None
+        except MagicError:
+            raise
+        except (parsing.OptionError, UsageError) as exc:
+            raise MagicError(str(exc)) from None
         except MediagenError as exc:
-            raise UsageError(f"mediagen: {exc}") from None
+            raise MagicError(str(exc), type(exc).__name__) from None
         except KeyboardInterrupt as exc:  # stop the cell (and Run All), with what was kept, not our frames
             raise KeyboardInterrupt(*exc.args) from None
 
@@ -81,7 +108,7 @@ def _output_name(flags: dict[str, Any]) -> str | None:
     """The ``-o NAME`` asked for; a bad name is refused before anything is sent or charged."""
     name = flags.get("-o") or flags.get("--output")
     if name is not None and (not str(name).isidentifier() or keyword.iskeyword(str(name))):
-        raise UsageError(f"-o {name!r}: give a Python variable name")
+        raise MagicError(f"-o {name!r}: give a Python variable name")
     return None if name is None else str(name)
 
 
@@ -104,8 +131,9 @@ def _model(client: Any, model_id: str) -> Any:
         ids = [m.id for m in client.models()]
         close = difflib.get_close_matches(model_id, ids, n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise UsageError(
-            f"mediagen: 404 Model not found: {model_id!r}{hint} (%mediagen models lists all {len(ids)})"
+        raise MagicError(
+            f"404 Model not found: {model_id!r}{hint} (%mediagen models lists all {len(ids)})",
+            "NotFoundError",
         ) from None
 
 
@@ -182,7 +210,7 @@ class MediagenMagics(Magics):
 
         words = parsing.split(line)
         if not words:
-            raise UsageError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
+            raise MagicError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
         client = SESSION.client
         model = _model(client, words[0])
         namespace = self.shell.user_ns
@@ -195,7 +223,7 @@ class MediagenMagics(Magics):
         if cell is not None and cell.strip():
             main = parsing.main_text_field(model.properties, model.required)
             if main is None:
-                raise UsageError(f"{model.id} has no text input for the cell body; use --field value options")
+                raise MagicError(f"{model.id} has no text input for the cell body; use --field value options")
             inputs[main] = parsing.interpolate(cell.strip("\n"), namespace)
         if flags.get("--estimate"):
             return _store(self.shell, flags, client.estimate(model.id, inputs))
@@ -211,7 +239,7 @@ class MediagenMagics(Magics):
             money = _money(result) + (" refunded" if failed and not result.reused else "")
             return f"{describe(result)} · {money}", not failed
 
-        return _follow(self.shell, flags, model.id, steps, summary)
+        return _raise_unless(flags, _follow(self.shell, flags, model.id, steps, summary))
 
     # -- %replicate -------------------------------------------------------------------------
 
@@ -226,12 +254,13 @@ class MediagenMagics(Magics):
         Every option is checked before anything is paid. An earlier analysis of the same link is
         reused (no charge); --estimate prices the render without paying for an analysis; --analyze
         only analyzes (5 credits) and shows the plan."""
+        from mediagen_nb.client.errors import WorkFailed
         from mediagen_nb.client.ledger import via
         from mediagen_nb.client.replication import run_body
 
         words = parsing.split(line)
         if not words or words[0].startswith("-"):
-            raise UsageError("usage: %replicate URL [--model ...] [--quality ...] [--clips 0,2,5] [-o NAME]")
+            raise MagicError("usage: %replicate URL [--model ...] [--quality ...] [--clips 0,2,5] [-o NAME]")
         url = str(parsing.interpolate_value(words[0], self.shell.user_ns))
         flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self.shell.user_ns).flags
         _output_name(flags)
@@ -255,9 +284,7 @@ class MediagenMagics(Magics):
                 started.update(client.wait_analysis(started.item, on_update=started.update))
                 analysis = started.item
                 if analysis.status == "failed":
-                    raise UsageError(
-                        f"mediagen: the analysis failed: {analysis.error} (its 5 credits were refunded)"
-                    )
+                    raise WorkFailed(analysis)  # its 5 credits were refunded
                 self._show_plan(analysis, body)
                 if flags.get("--analyze"):
                     return
@@ -272,7 +299,7 @@ class MediagenMagics(Magics):
                 return f"analysis ready; nothing rendered (--analyze) · {_money(result)}", True
             return f"{describe(result)} · {_money(result)}", result.status == "done"
 
-        return _follow(self.shell, flags, "replicate", steps, summary)
+        return _raise_unless(flags, _follow(self.shell, flags, "replicate", steps, summary))
 
     def _replicate_estimate(self, client: Any, url: str, body: dict[str, Any], flags: dict[str, Any]) -> Any:
         """The render's price from an earlier analysis of the link, or what the analysis costs: no charge."""
@@ -303,7 +330,7 @@ class MediagenMagics(Magics):
         try:
             return [int(part) for part in str(raw).replace(" ", "").split(",") if part]
         except ValueError:
-            raise UsageError(f"--clips {raw!r}: give clip indexes counted from 0, like 0,2,5") from None
+            raise MagicError(f"--clips {raw!r}: give clip indexes counted from 0, like 0,2,5") from None
 
     def _show_plan(self, analysis: Any, body: dict[str, Any]) -> None:
         """The blueprint as a table and what rendering will cost, before anything is charged for it."""
@@ -316,7 +343,7 @@ class MediagenMagics(Magics):
         chosen = len(set(clips)) if clips is not None else analysis.clip_count or 0
         price = model.credits if model is not None else None
         if clips is not None and analysis.clip_count is not None and max(clips) >= analysis.clip_count:
-            raise UsageError(
+            raise MagicError(
                 f"--clips {','.join(map(str, clips))}: this video has {analysis.clip_count} clips, "
                 f"counted from 0 to {analysis.clip_count - 1}; nothing was rendered"
             )
@@ -356,7 +383,7 @@ class MediagenMagics(Magics):
         try:
             seconds = float(seconds) if seconds is not None else None
         except ValueError:
-            raise UsageError(f"--seconds {seconds!r}: give a number from 20 to 180") from None
+            raise MagicError(f"--seconds {seconds!r}: give a number from 20 to 180") from None
         client = SESSION.client
         if flags.get("--estimate"):
             return _store(self.shell, flags, client.video_estimate(seconds))
@@ -379,7 +406,7 @@ class MediagenMagics(Magics):
                 started.update(job)
                 started.update(client.wait_job(job, on_update=started.update))
 
-        return _follow(self.shell, flags, "make_video", steps, _video_summary)
+        return _raise_unless(flags, _follow(self.shell, flags, "make_video", steps, _video_summary))
 
     # -- %mediagen ----------------------------------------------------------------------------
 
@@ -396,7 +423,7 @@ class MediagenMagics(Magics):
         if handler is None:
             close = [c for c in SUBCOMMANDS if c.startswith(command[:2])]
             hint = f"; did you mean {close[0]}?" if close else ""
-            raise UsageError(
+            raise MagicError(
                 f"%mediagen {command}: unknown command{hint} (commands: {', '.join(SUBCOMMANDS)})"
             )
         return handler(rest)
@@ -411,14 +438,14 @@ class MediagenMagics(Magics):
             if word == "--kind":
                 kind = next(pending, None)
             elif word.startswith("-"):
-                raise UsageError(
+                raise MagicError(
                     f"%mediagen models: unknown option {word}; use --kind image|video|audio [TEXT]"
                 )
             else:
                 text.append(word)
         search = " ".join(text)
         if kind is not None and kind not in ("image", "video", "audio"):
-            raise UsageError(f"--kind {kind!r}: use image, video or audio")
+            raise MagicError(f"--kind {kind!r}: use image, video or audio")
         found = [
             m
             for m in SESSION.client.models()
@@ -429,12 +456,12 @@ class MediagenMagics(Magics):
 
     def _cmd_model(self, words: list[str]) -> Any:
         if len(words) != 1:
-            raise UsageError("usage: %mediagen model ID")
+            raise MagicError("usage: %mediagen model ID")
         return _model(SESSION.client, words[0])
 
     def _cmd_estimate(self, words: list[str]) -> Any:
         if not words:
-            raise UsageError("usage: %mediagen estimate MODEL field=value ...")
+            raise MagicError("usage: %mediagen estimate MODEL field=value ...")
         client = SESSION.client
         model = _model(client, words[0])
         options = parsing.parse_fields(
@@ -449,7 +476,7 @@ class MediagenMagics(Magics):
 
         key = getpass.getpass("MEDIAGEN API key (pk_live_...): ").strip()
         if not key:
-            raise UsageError("no key entered; nothing changed")
+            raise MagicError("no key entered; nothing changed")
         base_url = os.environ.get(ENV_BASE_URL) or input("Service base URL (the spec's {base_url}): ").strip()
         client = SESSION.use(Client(key, base_url=base_url or None))
         del key
@@ -460,7 +487,7 @@ class MediagenMagics(Magics):
 
     def _cmd_use(self, words: list[str]) -> None:
         if words not in (["sandbox"], ["service"]):
-            raise UsageError("usage: %mediagen use sandbox|service")
+            raise MagicError("usage: %mediagen use sandbox|service")
         client = SESSION.use(words[0])
         print(f"mediagen: every magic, form and sweep now uses {client.settings.service_name}")
 
@@ -477,11 +504,11 @@ class MediagenMagics(Magics):
         if not words:
             return budget()
         if len(words) != 1:
-            raise UsageError("usage: %mediagen budget [N|off]")
+            raise MagicError("usage: %mediagen budget [N|off]")
         if words[0] in ("off", "none"):
             return budget(None)
         if not words[0].isdigit():
-            raise UsageError(f"%mediagen budget {words[0]!r}: give a whole number of credits, or off")
+            raise MagicError(f"%mediagen budget {words[0]!r}: give a whole number of credits, or off")
         return budget(int(words[0]))
 
     def _cmd_history(self, words: list[str]) -> Any:
@@ -491,7 +518,7 @@ class MediagenMagics(Magics):
         from mediagen_nb.client.ledger import via
 
         if not words:
-            raise UsageError(
+            raise MagicError(
                 "usage: %mediagen reedit JOB --flow STYLE [--no-captions] [--no-music] [-o NAME]"
             )
         target = parsing.interpolate_value(words[0], self.shell.user_ns)
@@ -519,7 +546,7 @@ class MediagenMagics(Magics):
                 started.update(job)
                 started.update(client.wait_job(job, on_update=started.update))
 
-        return _follow(self.shell, flags, "reedit", steps, _video_summary)
+        return _raise_unless(flags, _follow(self.shell, flags, "reedit", steps, _video_summary))
 
 
 def _replicate_options(body: dict[str, Any]) -> dict[str, Any]:
@@ -543,6 +570,17 @@ def _money(item: Any) -> str:
         return reused_note(item)
     credits = getattr(item, "credits_spent", None) or getattr(item, "credits_used", None)
     return f"{credits} credits" if credits is not None else "charged per clip as it renders"
+
+
+def _raise_unless(flags: dict[str, Any], result: Any) -> Any:
+    """A failed result fails the cell (it is kept in ``-o NAME`` and the history), unless ``--no-raise``."""
+    from mediagen_nb.client import Generation, WorkFailed
+
+    if getattr(result, "status", None) == "failed" and not flags.get("--no-raise"):
+        if isinstance(result, Generation):
+            result.raise_for_status()
+        raise WorkFailed(result)
+    return result
 
 
 def _video_summary(result: Any) -> tuple[str, bool]:

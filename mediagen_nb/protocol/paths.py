@@ -5,6 +5,8 @@ The spec writes endpoints relative to their root (``POST /v1/run`` under the gen
 path is ``/v3/playground/v1/run``.
 """
 
+from urllib.parse import quote
+
 GENERATION_ROOT = "/v3/playground/v1"
 REPLICATION_ROOT = "/v3/replicate/v1"
 TOPIC_ROOT = "/v3/mascot/api"
@@ -50,9 +52,23 @@ PATHS: dict[str, str] = {
 CATALOG_PATHS = frozenset({"models", "model", "openapi", "llms_txt"})
 
 
+# Parameters that span segments (a share page ``r/<run id>``); every other one is one segment.
+MULTI_SEGMENT = frozenset({"page"})
+
+
 def path(endpoint: str, /, **params: str) -> str:
-    """The full path of ``endpoint`` with its ``{id}``-style parameters filled in."""
-    return PATHS[endpoint].format(**params)
+    """The full path of ``endpoint`` with its ``{id}``-style parameters filled in, percent-escaped.
+
+    A value can never leave its segment: ``/`` is escaped and ``.``/``..`` (which a URL resolves
+    to another path) are refused, so an id from a webhook or a response cannot reach another path.
+    """
+    escaped = {}
+    for name, value in params.items():
+        text = str(value)
+        if name not in MULTI_SEGMENT and text in ("", ".", ".."):
+            raise ValueError(f"{name} {text!r} is not a path segment")
+        escaped[name] = quote(text, safe="/" if name in MULTI_SEGMENT else "")
+    return PATHS[endpoint].format(**escaped)
 
 
 # The real service's {base_url}: not shown by the spec. There is deliberately no guess here (a guess

@@ -339,11 +339,13 @@ async def test_replicate_before_ready_is_refused(h: Harness) -> None:
 
 @pytest.mark.anyio
 async def test_analyze_link_rules_and_replay(h: Harness) -> None:
-    """An http link is refused by the service; an empty one by the client; a repeated key is one analysis."""
-    with pytest.raises(BadRequestError) as raised:
+    """An http or an empty link is refused by the client, with the service's words; a repeated key is
+    one analysis."""
+    with pytest.raises(ValidationError) as raised:
         await h.call("analyze", "http://www.tiktok.com/@a/video/1")
-    assert raised.value.message.startswith(messages.URL_MUST_BE_HTTPS)
+    assert raised.value.message.startswith(messages.URL_MUST_BE_HTTPS) and raised.value.sent is False
     sent = len(h.traffic.requests)
+    assert sent == 0
     with pytest.raises(ValidationError) as empty:
         await h.call("analyze", "  ")
     assert empty.value.sent is False and len(h.traffic.requests) == sent

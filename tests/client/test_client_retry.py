@@ -292,10 +292,10 @@ def test_400_is_not_retried(client: Client, traffic: Traffic) -> None:
         client.run("no-such-model", {"prompt": "x"}, validate=False)
     assert raised.value.status == 400 and raised.value.message.startswith("Unknown model 'no-such-model'")
     assert len(traffic.to(RUN_PATH)) == 1
-    with pytest.raises(BadRequestError) as bad_id:
+    with pytest.raises(BadRequestError) as bad_id:  # refused by the client: no request at all
         client.generation("not-a-uuid")
-    assert bad_id.value.message == messages.INVALID_GENERATION_ID
-    assert len(traffic.service_calls()) == 2
+    assert bad_id.value.message.startswith(messages.INVALID_GENERATION_ID)
+    assert len(traffic.service_calls()) == 1
 
 
 def test_401_is_not_retried(fast_served: Sandbox, traffic: Traffic) -> None:

@@ -51,10 +51,19 @@ class Notebook:
         return result.result
 
     def usage_error(self, source: str) -> str:
-        """Run a cell that must fail with a UsageError (IPython prints it; no traceback); its text."""
+        """Run a cell that must fail with one error line (a MagicError: an error output, no traceback)."""
         result = self.run(source)
-        assert isinstance(result.error_in_exec, UsageError), repr(result.error_in_exec)
-        return str(result.error_in_exec)
+        error = result.error_in_exec
+        assert isinstance(error, UsageError) and type(error).__name__ == "MagicError", repr(error)
+        assert len(error._render_traceback_()) == 1  # type: ignore[attr-defined]
+        return str(error)
+
+    def error_kind(self, source: str) -> tuple[str, str]:
+        """Run a cell that must fail; the kind and message of its one error line."""
+        result = self.run(source)
+        error = result.error_in_exec
+        assert error is not None and type(error).__name__ == "MagicError", repr(error)
+        return error.kind, str(error)  # type: ignore[attr-defined]
 
     def sent(self, endpoint: str, method: str | None = None) -> list[httpx.Request]:
         """Requests the session client sent to ``endpoint`` (a name in ``PATHS`` without parameters)."""
@@ -107,7 +116,8 @@ class Notebook:
 
 
 def assert_short(message: str, starts: str) -> None:
-    """A service error as the magics show it: ``mediagen: <status> <the service's message>``."""
+    """An error as the magics show it: one short line, ``<status> <the service's message>`` for an
+    answer of the service, the message alone for what was refused before sending."""
     assert message.startswith(starts), message
     assert "\n" not in message and len(message) < 300, message
     assert "Traceback" not in message

@@ -134,8 +134,8 @@ def test_unknown_option_lists_the_fields_with_a_suggestion(nb: Notebook) -> None
 
 def test_unknown_model_is_one_short_line(nb: Notebook) -> None:
     message = nb.usage_error("%%generate gpt-image-3\na cat")
-    assert_short(message, "mediagen: 404 Model not found: 'gpt-image-3'; did you mean gpt-image-2")
-    assert_short(nb.usage_error("%mediagen model zonos3"), "mediagen: 404 Model not found: 'zonos3'")
+    assert_short(message, "404 Model not found: 'gpt-image-3'; did you mean gpt-image-2")
+    assert_short(nb.usage_error("%mediagen model zonos3"), "404 Model not found: 'zonos3'")
     assert nb.sent("run") == []
 
 
@@ -191,19 +191,27 @@ def test_live_line_ticks_and_its_final_line_stays(nb: Notebook, monkeypatch: pyt
     assert "&#10003; job: done · 1 s" in publisher.outputs[-1]["data"]["text/html"]
 
 
-def test_a_failed_generation_is_returned_with_its_reason(
+def test_a_failed_generation_fails_its_cell_in_one_line_and_is_kept(
     nb: Notebook, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A generation that fails fails its cell (so Run All stops there) with one line naming the model
+    and the reason; the failed result is still in ``-o NAME``; nothing was charged. ``--no-raise``
+    keeps the cell green and returns the failed generation."""
     monkeypatch.setattr(nb.shell, "kernel", object(), raising=False)
     publisher = CapturingDisplayPublisher()
     monkeypatch.setattr(nb.shell, "display_pub", publisher)
     before = nb.balance()
     nb.post("sandbox_faults", {"modelScript": ["fail"]})
-    value = nb.ok("%%generate gpt-image-2 -o bad\na cat")
-    assert value.status == "failed" and nb.ns["bad"] is value
-    assert value.error and value.error in value._repr_html_()
+    kind, message = nb.error_kind("%%generate gpt-image-2 -o bad\na cat")
+    assert kind == "GenerationFailed" and message.startswith("gpt-image-2 failed: Model failed")
+    assert "credits were refunded" in message and "\n" not in message
+    value = nb.ns["bad"]
+    assert value.status == "failed" and value.error and value.error in value._repr_html_()
     assert "&#10007; gpt-image-2: failed · 8 credits refunded" in publisher.outputs[-1]["data"]["text/html"]
     assert nb.balance() == before
+    nb.post("sandbox_faults", {"modelScript": ["fail"]})
+    kept = nb.ok("%%generate gpt-image-2 --no-raise -o bad\na dog")
+    assert kept.status == "failed" and nb.ns["bad"] is kept
 
 
 # -- the spec's errors: one short line each, the service's message -------------------------------
@@ -226,38 +234,38 @@ SERVICE_ERRORS: dict[str, tuple[Callable[[Notebook], Any], str, str]] = {
     "400_moderation": (
         lambda nb: None,
         "a gore scene",
-        "mediagen: 400 Prompt rejected by content moderation",
+        "400 Prompt rejected by content moderation",
     ),
     "400_credits": (
         lambda nb: nb.post("sandbox_account", {"balance": 0}),
         "a cat",
-        "mediagen: 400 Not enough credits",
+        "400 Not enough credits",
     ),
     "401_revoked_key": (
         lambda nb: nb.use_key(nb.new_key(state="revoked")),
         "a cat",
-        "mediagen: 401 Invalid, expired, or revoked API key",
+        "401 Invalid, expired, or revoked API key",
     ),
     "401_unknown_key": (
         lambda nb: nb.use_key("pk_live_not_a_key_of_this_sandbox"),
         "a cat",
-        "mediagen: 401 Invalid, expired, or revoked API key",
+        "401 Invalid, expired, or revoked API key",
     ),
     "403_suspended": (
         lambda nb: nb.post("sandbox_account", {"suspended": True}),
         "a cat",
-        "mediagen: 403 Your account has been suspended.",
+        "403 Your account has been suspended.",
     ),
-    "404_generation": (_hang_then_forget, "a cat", "mediagen: 404 Generation not found"),
+    "404_generation": (_hang_then_forget, "a cat", "404 Generation not found"),
     "429_key_cap": (
         lambda nb: nb.use_key(nb.new_key(monthlyCap=1)),
         "a cat",
-        "mediagen: 429 API key monthly credit limit reached (1 credits).",
+        "429 API key monthly credit limit reached (1 credits).",
     ),
     "503_capacity": (
         lambda nb: nb.post("sandbox_faults", {"script": ["503"] * 6, "routes": ["run"]}),
         "a cat",
-        "mediagen: 503 The model is at capacity",
+        "503 The model is at capacity",
     ),
 }
 
@@ -269,7 +277,7 @@ def test_service_errors_are_short_messages(
     setup(nb)
     before = nb.balance()
     assert_short(nb.usage_error(f"%%generate gpt-image-2 -o out\n{body}"), expected)
-    if expected.startswith("mediagen: 404"):  # the 404 case reset the sandbox (and its balance)
+    if expected.startswith("404"):  # the 404 case reset the sandbox (and its balance)
         # it had started: the cell keeps the started generation (its id), though it can no longer be read
         assert nb.ns["out"].status == "processing" and nb.ns["out"].id
     else:
@@ -279,7 +287,7 @@ def test_service_errors_are_short_messages(
 
 def test_capacity_errors_are_retried_then_refunded(nb: Notebook) -> None:
     nb.post("sandbox_faults", {"script": ["503"] * 6, "routes": ["run"]})
-    assert_short(nb.usage_error("%%generate gpt-image-2\na cat"), "mediagen: 503 The model is at capacity")
+    assert_short(nb.usage_error("%%generate gpt-image-2\na cat"), "503 The model is at capacity")
     starts = nb.sent("run", "POST")
     assert len(starts) == 6  # the retry policy's six attempts, then the message
     assert len({r.headers["Idempotency-Key"] for r in starts}) == 1  # one key: at most one charge
@@ -292,16 +300,16 @@ def test_capacity_errors_are_retried_then_refunded(nb: Notebook) -> None:
     [
         (
             "%%generate gpt-image-2 --quality ultra\na cat",
-            "mediagen: 400 quality must be one of: low, medium, high",
+            "quality must be one of: low, medium, high",
         ),
         (
             "%generate infinitetalk image=https://x.test/a.png audio=https://x.test/a.wav resolution=1080p",
-            "mediagen: 400 resolution must be one of: 480p, 720p",
+            "resolution must be one of: 480p, 720p",
         ),
-        ("%generate gpt-image-2 quality=high", "mediagen: 400 Missing required field: prompt"),
+        ("%generate gpt-image-2 quality=high", "Missing required field: prompt"),
         (
             "%mediagen estimate gpt-image-2 prompt=cat aspect_ratio=4:3",
-            "mediagen: 400 aspect_ratio must be one of",
+            "aspect_ratio must be one of",
         ),
     ],
     ids=["enum_cell", "enum_line", "missing_field", "enum_estimate"],
@@ -365,19 +373,17 @@ def test_replicate_checks_every_option_before_it_pays(nb: Notebook) -> None:
     """A typo in any option is refused before the analysis is started: no request, nothing charged."""
     assert nb.usage_error(f"%replicate {TIKTOK} --clips 0,x").startswith("--clips '0,x': give clip indexes")
     assert nb.usage_error(f"%replicate {TIKTOK} -o 2x").startswith("-o '2x'")
-    assert_short(
-        nb.usage_error(f"%replicate {TIKTOK} --model nope"), "mediagen: 400 Unknown replication model"
-    )
+    assert_short(nb.usage_error(f"%replicate {TIKTOK} --model nope"), "Unknown replication model")
     for option, message in (
-        ("--quality ultra", "mediagen: 400 quality must be one of: low, medium, high"),
-        ("--accuracy precise", "mediagen: 400 accuracy must be one of: fast, balanced, exact"),
-        ("--marketing-aspect 4:3", "mediagen: 400 marketingAspect must be one of: 9:16, 16:9"),
-        ("--character http://example.com/face.png", "mediagen: 400 characterImage must be an https URL"),
+        ("--quality ultra", "quality must be one of: low, medium, high"),
+        ("--accuracy precise", "accuracy must be one of: fast, balanced, exact"),
+        ("--marketing-aspect 4:3", "marketingAspect must be one of: 9:16, 16:9"),
+        ("--character http://example.com/face.png", "characterImage must be an https URL"),
     ):
         assert_short(nb.usage_error(f"%replicate {TIKTOK} {option}"), message)
     assert "did you mean --quality?" in nb.usage_error(f"%replicate {TIKTOK} --qualty low")
     assert nb.sent("analyze") == [] and nb.charges() == []  # refused before the analysis charged 5
-    assert_short(nb.usage_error("%replicate http://example.com/a.mp4"), "mediagen: 400 URL must be https")
+    assert_short(nb.usage_error("%replicate http://example.com/a.mp4"), "URL must be https")
     # a clip index past the video's clips is known only after the analysis: refused before rendering
     message = nb.usage_error(f"%replicate {TIKTOK} --clips 0,99")
     assert message.startswith("--clips 0,99: this video has") and "nothing was rendered" in message

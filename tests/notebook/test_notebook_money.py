@@ -143,7 +143,7 @@ def test_budget_magic_caps_the_kernel(nb: Notebook) -> None:
     nb.ok("%mediagen budget 5")
     nb.ok("%%generate gpt-image-2 --quality low\na swift")  # 3 credits
     message = nb.usage_error("%%generate gpt-image-2 --quality low\na swallow")
-    assert_short(message, "mediagen: budget: gpt-image-2 would cost 3 credits, but 3 of the session budget")
+    assert_short(message, "budget: gpt-image-2 would cost 3 credits, but 3 of the session budget")
     assert len(nb.charges()) == 1
     assert "2 left" in str(nb.ok("%mediagen budget"))
     nb.ok("%mediagen budget off")

@@ -7,7 +7,7 @@ from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.sandbox.catalog.model import ModelSpec
 
-SAMPLES_PREFIX = path("sandbox_samples", name="")
+SAMPLES_PREFIX = path("sandbox_samples", name="x").removesuffix("x")  # the folder of the samples
 
 
 def record(model: ModelSpec, base_url: str) -> dict[str, Any]:

@@ -1,0 +1,95 @@
+"""Sending one request with a deadline and a size cap, whatever the server does.
+
+httpx's timeouts bound each read, not the whole exchange, so a server that sends a byte a second
+(a slow loris) or never stops sending could hold a call for ever. Here every exchange ends by its
+deadline (the time the service may hold it, plus a margin) and no response body may exceed
+:data:`MAX_BODY`: past either, the call fails with one typed error and its memory is freed.
+"""
+
+import asyncio
+import threading
+from typing import Any
+
+import httpx
+
+from mediagen_nb.client.errors import ServiceResponseError
+
+MAX_BODY = 32 * 2**20  # bytes; the service's answers are JSON of kilobytes, the catalog well under 1 MB
+_DROPPED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
+
+
+class DeadlineExceeded(httpx.TimeoutException):
+    """The whole exchange took longer than its deadline (a silent or dripping server)."""
+
+
+def _whole(response: httpx.Response, body: bytes) -> httpx.Response:
+    """A read response holding ``body`` (already decoded), as if httpx had read it."""
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED_HEADERS]
+    return httpx.Response(response.status_code, headers=headers, content=body, request=response.request)
+
+
+def _too_large(request: httpx.Request) -> ServiceResponseError:
+    return ServiceResponseError(
+        f"the answer to {request.method} {request.url.path} is over {MAX_BODY // 2**20} MB, more than "
+        "the service ever sends: is MEDIAGEN_BASE_URL the service's address?"
+    )
+
+
+def _read_sync(http: httpx.Client, request: httpx.Request) -> httpx.Response:
+    response = http.send(request, stream=True)
+    try:
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _too_large(request)
+            chunks.append(chunk)
+    finally:
+        response.close()
+    return _whole(response, b"".join(chunks))
+
+
+def send(http: httpx.Client, request: httpx.Request, deadline: float) -> httpx.Response:
+    """Send on a worker thread and wait at most ``deadline`` seconds (a Ctrl-C interrupts the wait).
+
+    Past the deadline the worker is left to end on its own read timeout; its result is dropped.
+    """
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome["response"] = _read_sync(http, request)
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="mediagen-request", daemon=True).start()
+    if not done.wait(deadline):
+        raise DeadlineExceeded(f"no whole answer within {deadline:.0f} s", request=request)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["response"]
+
+
+async def _read_async(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    response = await http.send(request, stream=True)
+    try:
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise _too_large(request)
+            chunks.append(chunk)
+    finally:
+        await response.aclose()
+    return _whole(response, b"".join(chunks))
+
+
+async def asend(http: httpx.AsyncClient, request: httpx.Request, deadline: float) -> httpx.Response:
+    """Send and read within ``deadline`` seconds (the exchange is cancelled past it)."""
+    try:
+        return await asyncio.wait_for(_read_async(http, request), deadline)
+    except asyncio.TimeoutError:
+        raise DeadlineExceeded(f"no whole answer within {deadline:.0f} s", request=request) from None
