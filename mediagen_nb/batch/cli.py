@@ -1,11 +1,20 @@
 """``mediagen sweep``: a spreadsheet of inputs in, results and an HTML gallery out, with the batch engine.
 
-mediagen sweep prompts.xlsx --model gpt-image-2 --map prompt=Prompt --set quality=high --estimate
+mediagen sweep prompts.xlsx --model gpt-image-2 --map Prompt=prompt --set quality=high --estimate
+
+Exit codes: 0 every row succeeded (or was priced); 1 some rows could not be run or failed (the
+reasons are printed, grouped by cause, with counts and row numbers); 2 nothing was run because of a
+mistake to fix first (a file, an option, the mapping, the ledger, an output that cannot be written).
+Every output is checked writable before anything is spent; no user error ever prints a traceback.
 """
 
 import argparse
 import json
 import sys
+import warnings
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,42 +23,98 @@ import pandas as pd
 from mediagen_nb.batch import runner
 from mediagen_nb.batch.download import download
 from mediagen_nb.batch.gallery import Gallery
+from mediagen_nb.batch.plan import MappingWarning, loose
 from mediagen_nb.batch.template import template
 from mediagen_nb.client import MediagenError
 
 SPREADSHEETS = (".xlsx", ".xlsm", ".xls")
+TABLES_IN = (".csv", ".tsv", ".txt", *SPREADSHEETS)
+TABLES_OUT = (".csv", ".tsv", ".xlsx", ".json", ".parquet")
+OK, INCOMPLETE, REFUSED = 0, 1, 2
+SHOWN_ROWS = 8  # row numbers listed per cause
 
 
-def read_table(path: Path, sheet: str | None = None) -> pd.DataFrame:
+class Refused(Exception):
+    """A mistake to fix before anything runs: printed as one line, exit code 2."""
+
+
+def read_table(path: Path, sheet: str | None = None, encoding: str = "utf-8") -> pd.DataFrame:
     """A CSV or Excel file as a DataFrame (the first sheet unless ``sheet`` is given)."""
     if not path.is_file():
-        raise SystemExit(f"mediagen sweep: no such file: {path}")
-    if path.suffix.lower() in SPREADSHEETS:
-        return pd.read_excel(path, sheet_name=sheet or 0)
-    if path.suffix.lower() in (".csv", ".tsv", ".txt"):
-        return pd.read_csv(path, sep="\t" if path.suffix.lower() == ".tsv" else ",")
-    raise SystemExit(f"mediagen sweep: {path.name}: use a .csv, .tsv or .xlsx file")
+        raise Refused(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix not in TABLES_IN:
+        raise Refused(f"{path.name}: use a .csv, .tsv or .xlsx file")
+    try:
+        if suffix in SPREADSHEETS:
+            df = pd.read_excel(path, sheet_name=sheet or 0)
+        else:
+            df = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", encoding=encoding)
+    except pd.errors.EmptyDataError:
+        raise Refused(f"{path.name} is empty: it needs a header row and one row per generation") from None
+    except UnicodeDecodeError:
+        raise Refused(
+            f"{path.name} is not {encoding} text: save it as UTF-8 CSV, or pass --encoding (e.g. latin-1)"
+        ) from None
+    except (ValueError, OSError) as exc:  # a bad sheet name, a damaged spreadsheet, a parse error
+        raise Refused(f"{path.name} cannot be read: {exc}") from None
+    if df.empty:
+        raise Refused(f"{path.name} has a header but no rows")
+    return df
+
+
+def check_output(path: Path) -> None:
+    """Refuse, before anything is spent, an output of an unknown format or in a place we cannot write."""
+    suffix = path.suffix.lower()
+    if suffix not in TABLES_OUT:
+        raise Refused(f"--out {path}: write one of {', '.join(TABLES_OUT)}")
+    if suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise Refused(
+                f"--out {path}: .parquet needs pyarrow (pip install pyarrow), or use .csv"
+            ) from None
+    writable(path)
+
+
+def writable(path: Path) -> None:
+    """Create the folder and try a file beside ``path`` (removed again): a failure is a Refused."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe = path.with_name(f".{path.name}.mediagen-probe")
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise Refused(f"{path} cannot be written ({exc.strerror or exc}): choose another place") from None
 
 
 def write_table(df: pd.DataFrame, path: Path) -> None:
-    """CSV or XLSX by extension; lists of URLs become space-separated text."""
+    """CSV, TSV, XLSX, JSON or Parquet by extension; lists of URLs become space-separated text."""
     flat = df.copy()
     for column in flat.columns:
-        if flat[column].map(lambda v: isinstance(v, list)).any():
-            flat[column] = flat[column].map(lambda v: " ".join(v) if isinstance(v, list) else v)
+        if flat[column].map(lambda v: isinstance(v, (list, dict))).any():
+            flat[column] = flat[column].map(
+                lambda v: " ".join(v) if isinstance(v, list) else json.dumps(v) if isinstance(v, dict) else v
+            )
     path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() in SPREADSHEETS:
+    suffix = path.suffix.lower()
+    if suffix == ".xlsx":
         flat.to_excel(path, index=False)
+    elif suffix == ".json":
+        flat.to_json(path, orient="records", indent=1, force_ascii=False)
+    elif suffix == ".parquet":
+        flat.to_parquet(path, index=False)
     else:
-        flat.to_csv(path, index=False)
+        flat.to_csv(path, index=False, sep="\t" if suffix == ".tsv" else ",")
 
 
-def _pairs(items: list[str], option: str) -> dict[str, str]:
+def _pairs(items: list[str], option: str, shape: str) -> dict[str, str]:
     pairs = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise SystemExit(f"mediagen sweep: {option} {item!r}: write it as field=value")
+            raise Refused(f"{option} {item!r}: write it as {shape}")
         pairs[name.strip()] = value
     return pairs
 
@@ -62,14 +127,29 @@ def _value(text: str) -> Any:
         return text
 
 
+def mapping(items: list[str], frame: pd.DataFrame) -> dict[str, str] | None:
+    """``--map COLUMN=FIELD`` pairs (the direction of DataFrame.rename); one written backwards is refused."""
+    pairs = _pairs(items, "--map", "COLUMN=FIELD")
+    columns = {str(c) for c in frame.columns}
+    near = {loose(c) for c in columns}
+    for column, field in pairs.items():
+        if column not in columns and field in columns and loose(column) not in near:
+            raise Refused(f"--map {column}={field}: the map goes COLUMN=FIELD; write --map {field}={column}")
+    return pairs or None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mediagen sweep", description="Run a spreadsheet of inputs through a model."
     )
-    p.add_argument("table", type=Path, help="a .csv or .xlsx file, one row per generation")
+    p.add_argument("table", type=Path, help="a .csv, .tsv or .xlsx file, one row per generation")
     p.add_argument("--model", required=True, help="model id, e.g. gpt-image-2")
     p.add_argument(
-        "--map", action="append", default=[], metavar="FIELD=COLUMN", help="input field from a column"
+        "--map",
+        action="append",
+        default=[],
+        metavar="COLUMN=FIELD",
+        help="this column fills that input (columns named like inputs need no --map)",
     )
     p.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="input field for every row"
@@ -82,10 +162,11 @@ def parser() -> argparse.ArgumentParser:
         help='e.g. prompt="A {style} photo of {subject}"',
     )
     p.add_argument("--sheet", help="sheet name of an .xlsx file (default: the first)")
+    p.add_argument("--encoding", default="utf-8", help="text encoding of a .csv/.tsv file (default utf-8)")
     p.add_argument("--estimate", action="store_true", help="only price the sweep; nothing is run or charged")
     p.add_argument("--budget", type=int, help="put the estimate against this many credits")
     p.add_argument("--max-credits", type=int, help="refuse, or stop starting rows, past this many credits")
-    p.add_argument("--out", type=Path, help="write the results (.csv or .xlsx)")
+    p.add_argument("--out", type=Path, help=f"write the results ({', '.join(TABLES_OUT)})")
     p.add_argument("--gallery", type=Path, help="write an HTML gallery of the results")
     p.add_argument(
         "--download", type=Path, help="save every output in this folder (the gallery then uses them)"
@@ -96,16 +177,53 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+@contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """Mapping warnings as one line each on stderr, not Python's file:line form."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MappingWarning)
+        yield
+    for warning in caught:
+        print(f"mediagen sweep: warning: {warning.message}", file=sys.stderr)
+
+
+def causes(frame: pd.DataFrame, status: str = "status", error: str = "error") -> list[str]:
+    """Lines grouping the rows that did not succeed by status and reason, with counts and row numbers."""
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for number, (state, reason) in enumerate(zip(frame[status], frame[error], strict=True), 1):
+        if state != "succeeded":
+            groups[(str(state), str(reason) if isinstance(reason, str) else "")].append(number)
+    lines = []
+    for (state, reason), rows in sorted(groups.items(), key=lambda item: -len(item[1])):
+        shown = ", ".join(map(str, rows[:SHOWN_ROWS])) + (", ..." if len(rows) > SHOWN_ROWS else "")
+        lines.append(f"  {len(rows)} {state}: {reason or 'no reason given'} (rows {shown})")
+    return lines
+
+
 def sweep(args: argparse.Namespace) -> int:
-    df = read_table(args.table, args.sheet)
-    columns = {column: field for field, column in _pairs(args.map, "--map").items()} or None
-    constants: dict[str, Any] = {k: _value(v) for k, v in _pairs(args.set, "--set").items()}
-    constants |= {k: template(v) for k, v in _pairs(args.template, "--template").items()}
-    priced = runner.estimate(df, args.model, columns, budget=args.budget, **constants)
+    df = read_table(args.table, args.sheet, args.encoding)
+    columns = mapping(args.map, df)
+    constants: dict[str, Any] = {k: _value(v) for k, v in _pairs(args.set, "--set", "FIELD=VALUE").items()}
+    try:
+        constants |= {k: template(v) for k, v in _pairs(args.template, "--template", "FIELD=PATTERN").items()}
+    except ValueError as exc:
+        raise Refused(f"--template: {exc}") from None
+    for path in (args.out, args.gallery):
+        if path is not None:
+            (check_output if path is args.out else writable)(path)
+    with _one_line_warnings():
+        priced = runner.estimate(df, args.model, columns, budget=args.budget, show=False, **constants)
+    print(priced.attrs["mediagen_estimate"])
     if args.estimate:
         if args.out:
             write_table(priced, args.out)
-        return 0
+            print(f"estimate: {args.out}")
+        invalid = priced[priced["credits"].isna()]
+        if len(invalid):
+            reasons = causes(invalid.assign(status="invalid"))
+            print("mediagen sweep: some rows cannot be sent:\n" + "\n".join(reasons), file=sys.stderr)
+            return INCOMPLETE
+        return OK
     result = runner.run(
         df,
         args.model,
@@ -116,9 +234,19 @@ def sweep(args: argparse.Namespace) -> int:
         ledger=args.ledger,
         **constants,
     )
-    counts = result["status"].value_counts().to_dict()
-    print(f"{len(result)} rows: " + ", ".join(f"{n} {status}" for status, n in counts.items()))
-    print(f"credits spent: {int(result['credits'].sum())}")
+    try:
+        return _write_results(args, result)
+    except OSError as exc:  # checked before spending, so only a disk that changed since
+        print(
+            f"mediagen sweep: the results could not be written ({exc}); they are in the ledger, so running "
+            "the same command with another --out costs nothing",
+            file=sys.stderr,
+        )
+        return INCOMPLETE
+
+
+def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:
+    """Downloads, the results table and the gallery; then the exit code, with the reasons printed."""
     if args.download:
         result = download(result, args.download)
     if args.out:
@@ -134,18 +262,24 @@ def sweep(args: argparse.Namespace) -> int:
                     for p in result["local_path"]
                 ]
             )
-        args.gallery.parent.mkdir(parents=True, exist_ok=True)
         args.gallery.write_text(
             Gallery(shown, limit=len(shown)).to_html_page(f"{args.model}: {args.table.name}")
         )
         print(f"gallery: {args.gallery}")
-    return 0
+    problems = causes(result)
+    if problems:
+        print("mediagen sweep: some rows did not succeed:\n" + "\n".join(problems), file=sys.stderr)
+        return INCOMPLETE
+    return OK
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return sweep(args)
+    except Refused as exc:
+        print(f"mediagen sweep: {exc}", file=sys.stderr)
+        return REFUSED
     except MediagenError as exc:
-        print(f"mediagen sweep: {exc.message}", file=sys.stderr)
-        return 2
+        print(f"mediagen sweep: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return REFUSED

@@ -7,6 +7,8 @@ whole call; a bad row (a missing value, NaN, an enum mismatch) is that row's err
 import difflib
 import json
 import math
+import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -53,35 +55,84 @@ def _fields(model: Model, wanted: Mapping[str, Any], what: str) -> None:
             )
 
 
+class MappingWarning(UserWarning):
+    """A column or an input that nearly matches and is not used: the warning names the fix."""
+
+
+def loose(name: str) -> str:
+    """A name as matching sees it: case, spaces, ``-`` and ``_`` ignored."""
+    return re.sub(r"[\s_\-]+", "", name).lower()
+
+
+def _swap_hint(model: Model, frame_columns: Sequence[str], column: str, field: str) -> str:
+    """``; the mapping goes column -> input: write {'Prompt': 'prompt'}`` when it was written backwards."""
+    if column in model.properties and field in frame_columns:
+        swapped = f"{{{field!r}: {column!r}}}"
+        return f"; the mapping goes column -> input field (like DataFrame.rename): write {swapped}"
+    return ""
+
+
 def resolve_columns(
-    model: Model, frame_columns: Sequence[str], columns: Columns, constants: Mapping[str, Any]
+    model: Model, frame_columns: Sequence[Any], columns: Columns, constants: Mapping[str, Any]
 ) -> dict[str, str]:
-    """Field -> column: the mapping given, else every column named like an input field."""
-    frame_columns = [str(c) for c in frame_columns]
-    if columns is None:
-        mapping = {c: c for c in frame_columns if c in model.properties and c not in constants}
-    elif isinstance(columns, Mapping):
-        mapping = {str(column): str(field) for column, field in columns.items()}
-    else:
-        mapping = {str(c): str(c) for c in columns}
-    for column in mapping:
-        if column not in frame_columns:
+    """Field -> column name (``str`` of its label): every column named like an input field (ignoring
+    case, spaces, ``-`` and ``_``), plus the ``columns`` mapping (column -> field), which adds to the
+    matching and wins over it.
+
+    Fields given as keyword constants come from the constant, not a column. A column or a field that
+    nearly matches and is left unused gets a MappingWarning with the exact fix.
+    """
+    labels = {str(c): c for c in frame_columns}
+    names = list(labels)
+    explicit: dict[str, str] = {}
+    if isinstance(columns, Mapping):
+        explicit = {str(column): str(field) for column, field in columns.items()}
+    elif columns is not None:
+        if isinstance(columns, str):
+            raise MappingError(
+                f"columns: give a list of column names or a mapping, not the string {columns!r}"
+            )
+        explicit = {}
+        for column in columns:
+            match = [f for f in model.properties if loose(f) == loose(str(column))]
+            explicit[str(column)] = match[0] if match else str(column)
+    for column, field in explicit.items():
+        if column not in labels:
             raise MappingError(
                 f"columns: {column!r} is not a column of this DataFrame"
-                f"{_did_you_mean(column, frame_columns)} "
-                f"(columns: {', '.join(frame_columns)})",
+                f"{_swap_hint(model, names, column, field) or _did_you_mean(column, names)} "
+                f"(columns: {', '.join(names)})",
                 field=column,
             )
-    by_field = {field: column for column, field in mapping.items()}
-    _fields(model, by_field, "columns")
+        if field not in model.properties:
+            raise MappingError(
+                f"columns: {field!r} is not an input of {model.id}"
+                f"{_swap_hint(model, names, column, field) or _did_you_mean(field, list(model.properties))} "
+                f"(inputs: {', '.join(model.properties)})",
+                field=field,
+            )
     _fields(model, constants, "constants")
+    by_field: dict[str, str] = {}
+    for field in model.properties:
+        if field in constants or field in explicit.values():
+            continue
+        matches = [c for c in names if loose(c) == loose(field) and c not in explicit]
+        if len(matches) > 1:
+            raise MappingError(
+                f"columns: {', '.join(map(repr, matches))} all match input {field!r}; say which with "
+                f"columns={{{matches[0]!r}: {field!r}}}",
+                field=field,
+            )
+        if matches:
+            by_field[field] = matches[0]
+    by_field.update({field: column for column, field in explicit.items()})
     for field, value in constants.items():
         if isinstance(value, Template):
             for column in value.columns:
-                if column not in frame_columns:
+                if column not in labels:
                     raise MappingError(
                         f"{field}: template column {column!r} is not in this DataFrame"
-                        f"{_did_you_mean(column, frame_columns)}",
+                        f"{_did_you_mean(column, names)}",
                         field=field,
                     )
     if not by_field and not constants:
@@ -89,7 +140,36 @@ def resolve_columns(
             f"no column matches an input of {model.id} (inputs: {', '.join(model.properties)}); "
             "pass columns={'Column': 'field'} or field=value constants",
         )
+    _warn_near_misses(model, names, by_field, constants)
     return by_field
+
+
+def _warn_near_misses(
+    model: Model, names: Sequence[str], by_field: Mapping[str, str], constants: Mapping[str, Any]
+) -> None:
+    """Say which unused column looks like an unfilled input (``aspect`` for ``aspect_ratio``), and the fix."""
+    used = {str(c) for c in by_field.values()} | {
+        c for value in constants.values() if isinstance(value, Template) for c in value.columns
+    }
+    unfilled = [f for f in model.properties if f not in by_field and f not in constants]
+    for column in names:
+        if column in used:
+            continue
+        close = [
+            f
+            for f in unfilled
+            if loose(f).startswith(loose(column))
+            or loose(column).startswith(loose(f))
+            or difflib.SequenceMatcher(None, loose(f), loose(column)).ratio() >= 0.8
+        ]
+        if close and loose(column):
+            warnings.warn(
+                MappingWarning(
+                    f"column {column!r} is not used; if it is input {close[0]!r} of {model.id}, pass "
+                    f"columns={{{column!r}: {close[0]!r}}}"
+                ),
+                stacklevel=4,
+            )
 
 
 def plain(value: Any) -> Any:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from mediagen_nb.batch import loop
 from mediagen_nb.batch.estimates import Price, price_rows
-from mediagen_nb.batch.plan import Columns, Row, _did_you_mean, plan_rows, resolve_columns
+from mediagen_nb.batch.plan import Columns, MappingError, Row, _did_you_mean, plan_rows, resolve_columns
 from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
 from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, BudgetStatus, Ledger, Model, budget
 from mediagen_nb.client import ledger as ledgers
@@ -27,7 +27,63 @@ from mediagen_nb.client.connection import async_current
 from mediagen_nb.client.errors import ValidationError
 from mediagen_nb.protocol import messages
 
-RESULT_COLUMNS = ("generation_id", "status", "output_url", "output_urls", "credits", "error", "elapsed_s")
+RESULT_COLUMNS = (
+    "generation_id",
+    "status",
+    "output_url",
+    "output_urls",
+    "credits",
+    "error",
+    "elapsed_s",
+    "input",
+)
+ESTIMATE_COLUMNS = ("credits", "billing", "error", "input")
+WRITTEN = "mediagen_columns"  # DataFrame.attrs: the columns a sweep or estimate wrote (free to write again)
+
+
+def writable(df: pd.DataFrame, names: list[str], what: str) -> None:
+    """Refuse, before anything is sent, to write result columns over the user's own columns."""
+    ours = set(df.attrs.get(WRITTEN, ()))
+    clash = [name for name in names if name in {str(c) for c in df.columns} and name not in ours]
+    if clash:
+        raise MappingError(
+            f"prefix: this frame already has its own {', '.join(map(repr, clash))}, which {what} would "
+            f"overwrite; pass prefix='mg_' (result columns mg_{clash[0]}, ...) or rename yours",
+            field="prefix",
+        )
+
+
+def written(out: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Mark ``names`` as written by us, so a later run on this frame may replace them."""
+    out.attrs[WRITTEN] = sorted(set(out.attrs.get(WRITTEN, ())) | set(names))
+    return out
+
+
+def check_options(**options: Any) -> None:
+    """Type-check the public options of estimate, run and submit: one message naming the argument."""
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name in ("max_credits", "budget", "key_cap"):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValidationError(
+                    f"{name} must be a whole number of credits, 0 or more, not {value!r}",
+                    field=name,
+                    sent=False,
+                )
+        elif name in ("model", "run_name", "prefix"):
+            if not isinstance(value, str) or (name == "model" and not value):
+                raise ValidationError(f"{name} must be a string, not {value!r}", field=name, sent=False)
+        elif name in ("fresh", "progress", "show") and not isinstance(value, bool):
+            raise ValidationError(f"{name} must be True or False, not {value!r}", field=name, sent=False)
+        elif name == "ledger" and not isinstance(value, (str, Path, Ledger)):
+            raise ValidationError(f"ledger must be a path or a Ledger, not {value!r}", field=name, sent=False)
+        elif name == "client" and not isinstance(value, BaseClient):
+            raise ValidationError(
+                f"client must be a mediagen_nb Client or AsyncClient, not {type(value).__name__}",
+                field=name,
+                sent=False,
+            )
 
 
 def async_client(client: BaseClient | None) -> AsyncClient:
@@ -59,7 +115,7 @@ def prepare(
         raise ValidationError(messages.unknown_model(model_id, models) + hint, field="model", sent=False)
     model = models[model_id]
     by_field = resolve_columns(model, list(df.columns), columns, constants)
-    records = df.to_dict("records")
+    records = [{str(k): v for k, v in record.items()} for record in df.to_dict("records")]
     return model, plan_rows(records, model, by_field, constants, client.check_input, run_name=run_name)
 
 
@@ -158,7 +214,10 @@ def estimate(
     show: bool = True,
     **constants: Any,
 ) -> pd.DataFrame:
-    """A copy of ``df`` with ``credits`` and ``billing`` per row (and ``error`` for invalid rows)."""
+    """A copy of ``df`` with ``credits`` and ``billing`` per row, ``error`` for invalid rows, and the
+    ``input`` each row would send."""
+    check_options(model=model_id, client=client, budget=budget, key_cap=key_cap, show=show)
+    writable(df, list(ESTIMATE_COLUMNS), "estimate")
     aclient = async_client(client)
     model, rows = prepare(df, model_id, columns, constants, aclient)
     prices, requests = _call(price_rows(aclient, model, rows))
@@ -166,6 +225,8 @@ def estimate(
     out["credits"] = pd.array([_credits(prices.get(r.position)) for r in rows], dtype="Int64")
     out["billing"] = [prices[r.position].billing if r.position in prices else None for r in rows]
     out["error"] = [r.error or (prices[r.position].error if r.position in prices else None) for r in rows]
+    out["input"] = [r.input for r in rows]
+    written(out, list(ESTIMATE_COLUMNS))
     classes = [price_class(model, r) for r in rows]
     summary = EstimateSummary(model, out, classes, requests, budget, key_cap, aclient.settings.service_name)
     out.attrs["mediagen_estimate"] = summary
@@ -330,6 +391,17 @@ def submit(
     **constants: Any,
 ) -> SweepHandle:
     """Start a sweep in the background and return its handle at once."""
+    check_options(
+        model=model_id,
+        client=client,
+        prefix=prefix,
+        max_credits=max_credits,
+        run_name=run_name,
+        fresh=fresh,
+        ledger=ledger,
+        progress=progress,
+    )
+    writable(df, [prefix + name for name in RESULT_COLUMNS], "run")
     aclient = async_client(client)
     if fresh:
         run_name = f"{run_name}|fresh-{time.time_ns()}"
@@ -357,10 +429,10 @@ def submit(
 
     def finish(outcomes: dict[int, Outcome]) -> pd.DataFrame:
         out = df.copy()
-        table = [outcome_fields(outcomes.get(r.position, Outcome("skipped"))) for r in rows]
+        table = [outcome_fields(outcomes.get(r.position, Outcome("skipped")), r.input) for r in rows]
         for name in RESULT_COLUMNS:
             out[prefix + name] = [entry[name] for entry in table]
-        return out
+        return written(out, [prefix + name for name in RESULT_COLUMNS])
 
     return SweepHandle(sweep, loop.submit(sweep.run()), finish, bar)
 

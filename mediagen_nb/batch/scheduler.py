@@ -24,6 +24,7 @@ from typing import Any
 from mediagen_nb.batch.plan import Row
 from mediagen_nb.client import (
     AsyncClient,
+    AuthenticationError,
     BadRequestError,
     BudgetExceeded,
     Generation,
@@ -33,12 +34,22 @@ from mediagen_nb.client import (
     MediagenError,
     Model,
     NotFoundError,
+    PermissionDeniedError,
     StartUncertain,
 )
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.resources import wire_of
 from mediagen_nb.protocol import limits, states
 
+# Refusals every further start would meet too: the first stops starting (money, key, account, ledger).
+STOPS_EVERY_START = (
+    InsufficientCreditsError,
+    KeyCapReachedError,
+    BudgetExceeded,
+    LedgerError,
+    AuthenticationError,
+    PermissionDeniedError,
+)
 STARTS_IN_FLIGHT = 8  # start requests awaiting their answer at once (hides latency; the limiter paces)
 UNCERTAIN = "uncertain"  # a row whose start got no answer: it may have been charged; a re-run resumes it
 
@@ -243,10 +254,10 @@ class Sweep:
                     price=price,
                     ledger=self.ledger,
                 )
-        except (InsufficientCreditsError, KeyCapReachedError, BudgetExceeded, LedgerError) as exc:
+        except STOPS_EVERY_START as exc:
             self._committed -= price or 0
-            self._stop_starting(f"not started: {exc.message}")
-            self._show(row, Outcome("error", error=exc.message))
+            self._stop_starting(f"not started: {exc}")
+            self._show(row, Outcome("error", error=str(exc)))
             return
         except StartUncertain as exc:
             self._show(row, Outcome(UNCERTAIN, error=exc.message, possibly=exc.credits or 0))
@@ -257,7 +268,7 @@ class Sweep:
             return
         except Exception as exc:  # a row's bad data must never stop the others
             self._committed -= price or 0
-            self._show(row, Outcome("error", error=f"{type(exc).__name__}: {exc}"))
+            self._show(row, Outcome("error", error=str(exc)))
             return
         self._committed += generation.credits_spent - (price or 0)
         if generation.done:
@@ -339,8 +350,8 @@ class Sweep:
         self._show(row, Outcome.of(generation, reused=reused))
 
 
-def outcome_fields(outcome: Outcome) -> dict[str, Any]:
-    """The result columns of one row (without prefix)."""
+def outcome_fields(outcome: Outcome, input: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The result columns of one row (without prefix); ``input`` is what the row sent (or would)."""
     return {
         "generation_id": outcome.generation_id,
         "status": outcome.status,
@@ -349,4 +360,5 @@ def outcome_fields(outcome: Outcome) -> dict[str, Any]:
         "credits": outcome.credits,
         "error": outcome.error,
         "elapsed_s": outcome.elapsed_s,
+        "input": input,
     }

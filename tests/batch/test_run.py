@@ -24,7 +24,16 @@ if TYPE_CHECKING:
 
     from conftest import Service, ServiceFactory
 
-RESULT_COLUMNS = ["generation_id", "status", "output_url", "output_urls", "credits", "error", "elapsed_s"]
+RESULT_COLUMNS = [
+    "generation_id",
+    "status",
+    "output_url",
+    "output_urls",
+    "credits",
+    "error",
+    "elapsed_s",
+    "input",
+]
 
 
 def run(service: Service, df: pd.DataFrame, model: str, ledger: Path, **options: Any) -> pd.DataFrame:
@@ -244,9 +253,9 @@ def test_running_out_of_credits_stops_starting_and_loses_nothing(service: Servic
     assert counts["succeeded"] == 10  # every started row is read to the end, none left processing
     assert counts.get("error", 0) >= 1 and counts.get("skipped", 0) >= 1
     errors = out[out["status"] == "error"]["error"]
-    assert errors.str.startswith("Not enough credits").all()
+    assert errors.str.startswith("400 Not enough credits").all()
     skipped = out[out["status"] == "skipped"]["error"]
-    assert skipped.str.startswith("not started: Not enough credits").all()
+    assert skipped.str.startswith("not started: 400 Not enough credits").all()
     started = out[out["status"] == "succeeded"]
     assert set(started["generation_id"]) == service.generation_ids()
     assert service.charges() == dict.fromkeys(started["generation_id"], 1)

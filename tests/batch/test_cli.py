@@ -1,0 +1,158 @@
+"""``mediagen sweep`` on a served sandbox: exit codes, one-line reasons grouped by cause, nothing lost.
+
+Exit 0: every row succeeded. 1: rows could not be run or failed (reasons grouped, with counts).
+2: a mistake to fix before anything runs; then nothing is charged. Never a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from mediagen_nb.batch.cli import main
+from mediagen_nb.client import config as client_config
+
+if TYPE_CHECKING:
+    from conftest import Service
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def sheet(tmp_path: Path) -> Path:
+    path = tmp_path / "prompts.csv"
+    path.write_text("Subject,quality\ncat,low\ndog,low\nfox,low\n")
+    return path
+
+
+@pytest.fixture
+def cli(service: Service, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """Run ``mediagen sweep`` in-process on the served sandbox; (exit code, stdout, stderr)."""
+    monkeypatch.setenv(client_config.ENV_BASE_URL, service.base_url)
+    monkeypatch.setenv(client_config.ENV_KEY, service.sandbox.demo_key)
+    monkeypatch.setenv(client_config.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err
+        return code, out, err
+
+    return run
+
+
+def test_a_good_sweep_exits_0_and_writes_its_results(
+    cli: Cli, service: Service, sheet: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out" / "results.json"
+    code, printed, _ = cli(str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}", f"--out={out}")
+    assert code == 0 and out.exists() and "3 succeeded" in printed
+    assert service.net_spent() == 9
+
+
+def test_every_row_invalid_exits_1_with_the_reason_and_charges_nothing(
+    cli: Cli, service: Service, tmp_path: Path
+) -> None:
+    sheet = tmp_path / "bad.csv"
+    sheet.write_text("prompt,quality\na,ultra\nb,ultra\n")
+    code, _, err = cli(str(sheet), "--model=gpt-image-2")
+    assert code == 1
+    assert "2 invalid: quality must be one of: low, medium, high (rows 1, 2)" in err
+    code, _, err = cli(str(sheet), "--model=gpt-image-2", "--estimate")
+    assert code == 1 and "2 invalid: quality must be one of" in err
+    assert service.charges() == {}
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        ("wrong key", "AuthenticationError: 401 Invalid, expired, or revoked API key"),
+        ("suspended", "403 Your account has been suspended."),
+    ],
+)
+def test_a_wrong_key_or_a_suspended_account_is_said_and_exits_non_zero(
+    cli: Cli, service: Service, sheet: Path, monkeypatch: pytest.MonkeyPatch, setup: str, expected: str
+) -> None:
+    if setup == "wrong key":
+        monkeypatch.setenv(client_config.ENV_KEY, "pk_live_not_a_key_of_this_sandbox")
+    else:
+        service.control("sandbox_account", {"suspended": True})
+    code, _, err = cli(str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}")
+    assert code != 0 and expected.split(": ", 1)[-1] in err
+    assert service.charges() == {}
+
+
+@pytest.mark.parametrize(
+    ("content", "argv", "expected"),
+    [
+        (b"", [], "is empty: it needs a header row"),
+        (
+            "prompt\ncaf\xe9\n".encode("latin-1"),
+            [],
+            "is not utf-8 text: save it as UTF-8 CSV, or pass --encoding",
+        ),
+        (
+            b"subject\ncat\n",
+            ["--template=prompt=A {subject!r}"],
+            "--template: template 'A {subject!r}': use plain",
+        ),
+        (
+            b"subject\ncat\n",
+            ["--map=prompt=subject"],
+            "--map prompt=subject: the map goes COLUMN=FIELD; write --map subject=prompt",
+        ),
+        (
+            b"prompt\ncat\n",
+            ["--out=results.txt"],
+            "--out results.txt: write one of .csv, .tsv, .xlsx, .json, .parquet",
+        ),
+        (b"prompt\ncat\n", ["--map=Prompt=prompt"], "columns: 'Prompt' is not a column of this DataFrame"),
+    ],
+)
+def test_mistakes_are_one_line_exit_2_and_nothing_is_charged(
+    cli: Cli,
+    service: Service,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    content: bytes,
+    argv: list[str],
+    expected: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_bytes(content)
+    code, _, err = cli(str(sheet), "--model=gpt-image-2", *argv)
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1, err
+    assert service.charges() == {}
+
+
+def test_an_unwritable_output_is_refused_before_anything_is_spent(
+    cli: Cli, service: Service, sheet: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "a-file").write_text("x")
+    code, _, err = cli(
+        str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}", f"--out={tmp_path}/a-file/r.csv"
+    )
+    assert code == 2 and "cannot be written" in err and service.charges() == {}
+
+
+def test_a_broken_ledger_is_one_line_before_anything_is_charged(
+    cli: Cli, service: Service, sheet: Path, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.sqlite"
+    ledger.write_bytes(b"not a database" * 100)
+    code, _, err = cli(
+        str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}", f"--ledger={ledger}"
+    )
+    assert code == 2 and "LedgerError" in err and str(ledger) in err and service.charges() == {}
+
+
+def test_a_near_miss_column_is_a_one_line_warning(cli: Cli, service: Service, tmp_path: Path) -> None:
+    sheet = tmp_path / "s.csv"
+    sheet.write_text("prompt,aspect\na fox,3:2\n")
+    code, _, err = cli(str(sheet), "--model=gpt-image-2", "--estimate")
+    assert code == 0
+    assert "mediagen sweep: warning: column 'aspect' is not used; if it is input 'aspect_ratio'" in err
