@@ -16,6 +16,7 @@ the notebooks then run against the service (or a sandbox) they name, and spend w
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +70,22 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     if _is_notebook_cell(item) and (nextitem is None or not _is_notebook_cell(nextitem)):
         _restore()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """Fail a cell that printed IPython's UsageError: a magic error that made no error output.
+
+    Our magics raise errors that are real error outputs, which nbval fails on; IPython's own
+    UsageError (an unknown magic, a bad ``%load_ext``) only prints to stderr, so it is caught here.
+    """
+    outcome = yield
+    if outcome.excinfo is not None or not _is_notebook_cell(item):
+        return
+    for output in getattr(item, "test_outputs", None) or []:
+        text = output.get("text", "") if output.get("name") == "stderr" else ""
+        if "UsageError:" in text:
+            pytest.fail(f"the cell printed a magic error: {text.strip()}", pytrace=False)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

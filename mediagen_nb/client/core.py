@@ -43,6 +43,7 @@ POLL_SECONDS = 5.0  # replication and topic-to-video have no ``wait``: poll ever
 HTTP_SLACK = 30.0  # real seconds a request may take beyond the time the service holds it
 CONNECT_TIMEOUT = 5.0  # real seconds to open a connection: a wrong address fails within seconds
 CONNECT_RETRIES = (0.5, 1.0)  # real seconds before each new try of a refused connection (never sent)
+WORK_WAIT = 3 * 3600.0  # service seconds a wait for a replica or a video lasts by default
 SILENT_RETRIES = 1  # a request that got no answer in time is tried once more, then fails
 
 
@@ -262,6 +263,12 @@ class Core:
 
     def catalog_model(self, model_id: str) -> Op[Model]:
         """The catalog's record of ``model_id``; an unknown id is refused before anything is sent."""
+        if not isinstance(model_id, str):
+            raise errors.ValidationError(
+                f"model_id must be a catalog id such as 'gpt-image-2', not {model_id!r}",
+                field="modelId",
+                sent=False,
+            )
         models = {m.id: m for m in (yield from self.models())}
         if model_id not in models:
             raise errors.ValidationError(
@@ -484,16 +491,20 @@ class Core:
         on_update: Callable[[R], None] | None,
         what: str,
     ) -> Op[R]:
-        """Read every ``poll`` service seconds (through the limiters) until ``finished``."""
-        deadline = None if timeout is None else time.monotonic() + self._real(timeout)
+        """Read every ``poll`` service seconds (through the limiters) until ``finished``, for at most
+        ``timeout`` service seconds (default: WORK_WAIT; the spec gives these jobs no time limit)."""
+        deadline = time.monotonic() + self._real(WORK_WAIT if timeout is None else timeout)
         while True:
             current = yield from read()
             if on_update is not None:
                 on_update(current)
             if finished(current):
                 return current
-            if deadline is not None and time.monotonic() >= deadline:
-                raise errors.WaitTimeout(f"{what} has not finished", current)
+            if time.monotonic() >= deadline:
+                raise errors.WaitTimeout(
+                    f"{what} has not finished; it goes on and can be read again (timeout= waits longer)",
+                    current,
+                )
             yield Pause(self._real(poll))
 
 

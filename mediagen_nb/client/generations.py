@@ -12,6 +12,9 @@ from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
 
+# Service seconds a wait lasts by default: past the spec's absolute limit a generation can only be stuck.
+GENERATION_WAIT = spec_limits.RUNTIME_HARD_SECONDS + 5 * 60
+
 
 def merged(input: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[str, Any]:
     """``input`` and keyword fields merged (keywords win), so both call styles work.
@@ -157,25 +160,29 @@ class Generations(Core):
     ) -> Op[Generation]:
         """Long-poll (``wait=55``) until the generation ends; never short-polls.
 
-        ``timeout`` is in service seconds; past it WaitTimeout carries the last reading. The result
+        ``timeout`` is in service seconds (default: the service's 30-minute hard limit and a margin,
+        after which it can only be stuck); past it WaitTimeout carries the last reading. The result
         may have failed: see ``raise_for_status``.
         """
         generation_id = generation.id if isinstance(generation, Generation) else str(generation)
         reused = isinstance(generation, Generation) and generation.reused
-        deadline = None if timeout is None else time.monotonic() + self._real(timeout)
+        timeout = GENERATION_WAIT if timeout is None else timeout
+        deadline = time.monotonic() + self._real(timeout)
         while True:
-            hold = spec_limits.WAIT_MAX_SECONDS
-            if deadline is not None:
-                left = (deadline - time.monotonic()) * self.settings.limits.time_scale
-                hold = int(min(hold, max(spec_limits.WAIT_MIN_SECONDS, left)))
+            left = (deadline - time.monotonic()) * self.settings.limits.time_scale
+            hold = int(min(spec_limits.WAIT_MAX_SECONDS, max(spec_limits.WAIT_MIN_SECONDS, left)))
             current = yield from self.generation(generation_id, wait=hold)
             current = replace(current, reused=reused)
             if on_update is not None:
                 on_update(current)
             if current.done:
                 return current
-            if deadline is not None and time.monotonic() >= deadline:
-                raise errors.WaitTimeout(f"generation {generation_id} still {current.status}", current)
+            if time.monotonic() >= deadline:
+                raise errors.WaitTimeout(
+                    f"generation {generation_id} is still {current.status} after {timeout:g} s; it goes on "
+                    "and can be read again by id (wait(..., timeout=) waits longer)",
+                    current,
+                )
 
     def generate(
         self,

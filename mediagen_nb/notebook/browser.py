@@ -66,14 +66,16 @@ class Catalog:
             )
         )
         self.detail = widgets.VBox()
-        self.widget = widgets.VBox(
+        self.back_button = widgets.Button(description="back to the catalog", icon="chevron-left")
+        self.back_button.on_click(lambda _: self.back())
+        self.browsing = widgets.VBox(
             [
                 widgets.HBox([self.kind, self.group, self.text]),
                 widgets.HBox([self.prev_button, self.next_button, self.count]),
                 self.grid,
-                self.detail,
             ]
         )
+        self.widget = widgets.VBox([self.browsing, self.detail])
         for control in (self.kind, self.group, self.text):
             control.observe(lambda _: self.show(), names="value")
         self.prev_button.on_click(lambda _: self.show(self.page - 1))
@@ -127,13 +129,23 @@ class Catalog:
         )
 
     def open(self, model_id: str) -> Form:
-        """Open ``model_id``'s form below the cards (replacing the one open before) and return it."""
+        """Open ``model_id``'s form in place of the cards, so it is in view where the click was; a back
+        button returns to the cards as they were (filters and page kept)."""
         form = Form(self.client.model(model_id), self._client)
         if self.form is not None:
             self.form.close()
         self.form = form
-        self.detail.children = [form.widget]
+        self.detail.children = [self.back_button, form.widget]
+        self.browsing.layout.display = "none"
         return form
+
+    def back(self) -> None:
+        """Close the open form and show the cards again."""
+        if self.form is not None:
+            self.form.close()
+            self.form = None
+        self.detail.children = []
+        self.browsing.layout.display = None
 
     def _open_clicked(self, model_id: str) -> None:
         try:

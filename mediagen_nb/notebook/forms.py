@@ -299,10 +299,12 @@ class Form:
             estimate = self.client.estimate(self.model.id, self.values)
         except MediagenError as exc:
             return None, f"{listed_price(self.model)}; no estimate ({exc.message})"
-        quote = (
-            estimate.credits,
-            f"{estimate.credits} credits" + (f" · {estimate.billing}" if estimate.billing else ""),
+        billed = (
+            self.model.pricing.type.replace("_", " ")
+            if self.model.pricing and self.model.pricing.type
+            else ""
         )
+        quote = (estimate.credits, f"{estimate.credits} credits" + (f" (billed {billed})" if billed else ""))
         self._prices[key] = quote
         return quote
 

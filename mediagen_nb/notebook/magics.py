@@ -65,6 +65,14 @@ VIDEO_FLAGS = {
     "--no-raise": False,
 }
 SUBCOMMANDS = ("models", "model", "estimate", "key", "use", "usage", "budget", "history", "reedit", "help")
+KINDS = ("image", "video", "audio")
+# What follows each %mediagen subcommand, for tab completion (model ids are read from the catalog).
+SUBCOMMAND_WORDS = {
+    "models": ["--kind", *KINDS],
+    "use": ["sandbox", "service"],
+    "budget": ["off"],
+    "reedit": ["--flow", "--no-captions", "--no-music", "-o"],
+}
 
 
 class MagicError(UsageError):
@@ -437,6 +445,8 @@ class MediagenMagics(Magics):
         for word in pending:
             if word == "--kind":
                 kind = next(pending, None)
+            elif word in KINDS and kind is None:  # %mediagen models video
+                kind = word
             elif word.startswith("-"):
                 raise MagicError(
                     f"%mediagen models: unknown option {word}; use --kind image|video|audio [TEXT]"
@@ -444,7 +454,7 @@ class MediagenMagics(Magics):
             else:
                 text.append(word)
         search = " ".join(text)
-        if kind is not None and kind not in ("image", "video", "audio"):
+        if kind is not None and kind not in KINDS:
             raise MagicError(f"--kind {kind!r}: use image, video or audio")
         found = [
             m
@@ -588,7 +598,7 @@ def _video_summary(result: Any) -> tuple[str, bool]:
 
 
 def _complete(shell: Any, event: Any) -> list[str]:
-    """Tab completion: model ids after %%generate / %generate, then its ``--field`` names."""
+    """Tab completion: model ids after %%generate / %generate, then its ``--field`` names and flags."""
     words = event.line.split()
     typing_model = len(words) == 1 or (len(words) == 2 and not event.line.endswith(" "))
     try:
@@ -599,8 +609,31 @@ def _complete(shell: Any, event: Any) -> list[str]:
     except Exception:  # completion must never raise into the shell
         return []
     if words[0].startswith("%%"):
-        return [f"--{name}" for name in model.properties]
-    return [f"{name}=" for name in model.properties]
+        return [f"--{name}" for name in model.properties] + list(GENERATE_FLAGS)
+    return [f"{name}=" for name in model.properties] + list(GENERATE_FLAGS)
+
+
+def _complete_mediagen(shell: Any, event: Any) -> list[str]:
+    """Tab completion of ``%mediagen``: its subcommands, then their words (model ids for model/estimate)."""
+    words = event.line.split()
+    if len(words) == 1 or (len(words) == 2 and not event.line.endswith(" ")):
+        return list(SUBCOMMANDS)
+    command = words[1]
+    if command in ("model", "estimate"):
+        try:
+            return [m.id for m in SESSION.client.models()]
+        except Exception:  # completion must never raise into the shell
+            return []
+    return SUBCOMMAND_WORDS.get(command, [])
+
+
+def _complete_options(options: dict[str, bool]) -> Any:
+    """Tab completion of a magic's options."""
+
+    def complete(shell: Any, event: Any) -> list[str]:
+        return list(options)
+
+    return complete
 
 
 def load(shell: Any) -> None:
@@ -608,3 +641,6 @@ def load(shell: Any) -> None:
     shell.register_magics(MediagenMagics)
     for magic in ("%%generate", "%generate"):
         shell.set_hook("complete_command", _complete, str_key=magic)
+    shell.set_hook("complete_command", _complete_mediagen, str_key="%mediagen")
+    shell.set_hook("complete_command", _complete_options(REPLICATE_FLAGS), str_key="%replicate")
+    shell.set_hook("complete_command", _complete_options(VIDEO_FLAGS), str_key="%%make_video")

@@ -95,18 +95,24 @@ def test_cards_escape_catalog_text(browser: Catalog) -> None:
     assert "<script>" not in card and "&lt;script&gt;" in card and "javascript:" not in card
 
 
-def test_open_returns_the_form_below_the_grid(browser: Catalog) -> None:
+def test_open_shows_the_form_in_place_of_the_cards_and_back_returns(browser: Catalog) -> None:
+    """The form opens where the click was (the cards hide, a back button leads back to them as they were)."""
     form = browser.open("gpt-image-2")
     assert isinstance(form, Form) and form.model.id == "gpt-image-2" and browser.form is form
-    assert browser.detail.children == (form.widget,)
+    assert browser.detail.children == (browser.back_button, form.widget)
+    assert browser.browsing.layout.display == "none"
     second = browser.open("zonos2")
-    assert browser.detail.children == (second.widget,) and browser.form is second
+    assert browser.detail.children == (browser.back_button, second.widget) and browser.form is second
+    browser.back_button.click()
+    assert browser.form is None and browser.detail.children == () and browser.browsing.layout.display is None
 
     browser.text.value = "infinitetalk-fast"
     open_button = browser.grid.children[0].children[1]
     open_button.click()  # the card's Open button calls open()
     assert browser.form is not None and browser.form.model.id == "infinitetalk-fast"
-    assert browser.detail.children == (browser.form.widget,)
+    assert browser.detail.children == (browser.back_button, browser.form.widget)
+    browser.back()
+    assert browser.text.value == "infinitetalk-fast" and len(browser.grid.children) == 1  # as it was
 
 
 def test_catalog_uses_the_session_client_and_renders(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:

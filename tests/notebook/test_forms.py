@@ -247,7 +247,7 @@ def test_priced_model_estimates_once_per_priced_value(counted: tuple[Client, Req
         assert credits is None and "from 8 credits" in text and "quality" in text  # invalid: no estimate
         assert requests.to("/estimate") == 0
         f.set(prompt="A studio portrait")
-        assert f.price()[0] == 8
+        assert f.price() == (8, "8 credits (billed per option)")  # one price, not the model's price list
         assert f.price()[0] == 8
         f.set(prompt="Another portrait", aspect_ratio="3:2")  # not priced inputs: no new estimate
         assert f.price()[0] == 8

@@ -417,6 +417,9 @@ def test_models_model_history_and_usage(nb: Notebook) -> None:
     assert isinstance(table, ModelTable) and [m.id for m in table.models] == ["zonos2"]
     assert "zonos2" in repr(table) and "<img" in table._repr_html_()
     assert all(m.output_type == "video" for m in nb.ok("%mediagen models --kind video").models)
+    videos = nb.ok("%mediagen models video").models  # a kind as the first word filters by kind
+    assert videos and all(m.output_type == "video" for m in videos)
+    assert [m.id for m in nb.ok("%mediagen models audio zonos").models] == ["zonos2"]
     model = nb.ok("%mediagen model gpt-image-2")
     assert isinstance(model, Model) and "quality" in model.properties
 
@@ -479,7 +482,13 @@ def test_use_service_and_sandbox(nb: Notebook, monkeypatch: pytest.MonkeyPatch) 
         ("%%generate gpt-im", ["gpt-image-2"]),
         ("%generate zon", ["zonos2"]),
         ("%%generate gpt-image-2 --asp", ["--aspect_ratio"]),
+        ("%%generate gpt-image-2 --no", ["--no-wait", "--no-raise"]),
         ("%generate infinitetalk res", ["resolution="]),
+        ("%mediagen us", ["use", "usage"]),
+        ("%mediagen models vi", ["video"]),
+        ("%mediagen use s", ["sandbox", "service"]),
+        ("%mediagen model zon", ["zonos2"]),
+        ("%replicate https://x --acc", ["--accuracy"]),
     ],
 )
 def test_tab_completion(nb: Notebook, line: str, expected: list[str]) -> None:

@@ -12,7 +12,7 @@ from openapi_spec_validator import validate
 from PIL import Image
 
 from mediagen_nb.protocol import messages, wire
-from mediagen_nb.protocol.paths import path
+from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, catalog
 from mediagen_nb.sandbox.media import measure_seconds
 
@@ -73,7 +73,7 @@ async def test_models_list_counts_and_fields(anonymous: httpx.AsyncClient) -> No
             assert isinstance(pricing["varies_by"], list) and pricing["varies_by"]
         links = record[wire.MODEL_LINKS]
         assert links["run"] == "http://sandbox.test" + path("run")
-        assert links["poll"].startswith("http://sandbox.test" + path("generation", id=""))
+        assert links["poll"].startswith("http://sandbox.test" + PATHS["generation"].split("{")[0])
 
 
 @pytest.mark.anyio

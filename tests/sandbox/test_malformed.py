@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mediagen_nb.protocol.paths import path
+from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
@@ -174,26 +174,31 @@ async def test_fields_of_the_wrong_type_or_range(
     assert faults["rates"] == {} and faults["script"] == []
 
 
+def raw(endpoint: str, **params: str) -> str:
+    """A path with its parameters as given, unescaped: hostile ids reach the sandbox as they are."""
+    return PATHS[endpoint].format(**params)
+
+
 @pytest.mark.parametrize(
     ("url", "status"),
     [
-        (path("generation", id="not-a-uuid"), 400),
-        (path("generation", id=".."), 404),  # httpx resolves the dot segment: another path
-        (path("generation", id="%2E%2E"), 400),
+        (raw("generation", id="not-a-uuid"), 400),
+        (raw("generation", id=".."), 404),  # httpx resolves the dot segment: another path
+        (raw("generation", id="%2E%2E"), 400),
         ("/v3/playground/v1/generations/a%2Fb", 404),
-        (path("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=abc", 400),
-        (path("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=1e9", 400),
-        (path("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=5.5", 400),
-        (path("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=-5", 400),
-        (path("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=" + "9" * 5000, 400),
-        (path("generation", id="00000000-0000-0000-0000-000000000000"), 404),
-        (path("analysis", id="../../_sandbox/ledger"), 404),
-        (path("analysis", id="%00"), 404),
-        (path("replication_run", id="x" * 3000), 404),
-        (path("job", id="%E2%80%AE"), 404),
-        (path("model", id="%00"), 404),
-        (path("sandbox_media", name="preview-" + "a" * 300 + ".png"), 404),
-        (path("sandbox_media", name="..%2F..%2Fetc%2Fpasswd"), 404),
+        (raw("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=abc", 400),
+        (raw("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=1e9", 400),
+        (raw("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=5.5", 400),
+        (raw("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=-5", 400),
+        (raw("generation", id="00000000-0000-0000-0000-000000000000") + "?wait=" + "9" * 5000, 400),
+        (raw("generation", id="00000000-0000-0000-0000-000000000000"), 404),
+        (raw("analysis", id="../../_sandbox/ledger"), 404),
+        (raw("analysis", id="%00"), 404),
+        (raw("replication_run", id="x" * 3000), 404),
+        (raw("job", id="%E2%80%AE"), 404),
+        (raw("model", id="%00"), 404),
+        (raw("sandbox_media", name="preview-" + "a" * 300 + ".png"), 404),
+        (raw("sandbox_media", name="..%2F..%2Fetc%2Fpasswd"), 404),
     ],
 )
 async def test_bad_ids_and_query_values(

@@ -90,16 +90,21 @@ def run_request(body: Mapping[str, Any]) -> RunRequest:
         rules.check_run_body(body)
     except InputError as exc:
         raise bad_request(exc.message) from None
+
+    def given(name: str) -> str:  # a field absent or null takes the service's default
+        value = body.get(name)
+        return str(value) if value is not None else rules.DEFAULTS[name]
+
     audio = body.get("audio")
     return RunRequest(
-        catalog.BY_ID[str(body.get("modelId", rules.DEFAULTS["modelId"]))],
-        str(body.get("quality", rules.DEFAULTS["quality"])),
-        str(body.get("accuracy", rules.DEFAULTS["accuracy"])),
+        catalog.BY_ID[given("modelId")],
+        given("quality"),
+        given("accuracy"),
         body.get("clips"),
         body.get("characterImage"),
-        bool(body.get("captions", False)),
+        bool(body.get("captions") or False),
         dict(audio) if isinstance(audio, Mapping) else None,
-        str(body.get("marketingAspect", rules.DEFAULTS["marketingAspect"])),
+        given("marketingAspect"),
         body.get("webhook"),
     )
 
