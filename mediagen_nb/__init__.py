@@ -55,34 +55,57 @@ def __dir__() -> list[str]:
     return sorted({*__all__, *importlib.import_module("mediagen_nb.client").__all__})
 
 
-def _register_accessor() -> None:
-    importlib.import_module("mediagen_nb.batch.accessor")
+# The ``.mediagen`` namespace of each frame library, registered right after the library is imported, so
+# importing mediagen_nb never imports pandas or polars (the only thing this package does on import).
+ACCESSORS = {"pandas": "mediagen_nb.batch.accessor", "polars": "mediagen_nb.batch.polars_accessor"}
 
 
-class _AfterPandas(importlib.abc.MetaPathFinder):
-    """Registers ``df.mediagen`` right after pandas is imported, so importing us never imports pandas."""
+class _ThenRegister(importlib.abc.Loader):
+    """Loads a frame library with its own loader, then registers our accessor on it."""
+
+    def __init__(self, loader: importlib.abc.Loader, name: str, finder: "_AfterImport") -> None:
+        self.loader, self.name, self.finder = loader, name, finder
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.loader.exec_module(module)
+        importlib.import_module(self.finder.done(self.name))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds pandas or polars the usual way and hands them to :class:`_ThenRegister`.
+
+    A lookup alone (``importlib.util.find_spec("pandas")``, as polars does) registers nothing: only
+    loading the library does.
+    """
+
+    def __init__(self, pending: dict[str, str]) -> None:
+        self.pending = pending
 
     def find_spec(
         self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if name != "pandas":
+        if name not in self.pending:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        loader = spec.loader if spec is not None else None
-        if loader is None:
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
             return spec
-        execute = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            execute(module)
-            _register_accessor()
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
+        spec.loader = _ThenRegister(spec.loader, name, self)
         return spec
 
+    def done(self, name: str) -> str:
+        """``name`` is loaded: stop watching it (and stop watching at all when none is left)."""
+        accessor = self.pending.pop(name)
+        if not self.pending and self in sys.meta_path:
+            sys.meta_path.remove(self)
+        return accessor
 
-if "pandas" in sys.modules:
-    _register_accessor()
-else:
-    sys.meta_path.insert(0, _AfterPandas())
+
+_pending = {name: accessor for name, accessor in ACCESSORS.items() if name not in sys.modules}
+for _library, _accessor in ACCESSORS.items():
+    if _library in sys.modules:
+        importlib.import_module(_accessor)
+if _pending:
+    sys.meta_path.insert(0, _AfterImport(_pending))

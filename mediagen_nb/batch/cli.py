@@ -173,6 +173,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--run-name", default="", help="a new name starts new generations; the same name resumes")
     p.add_argument("--fresh", action="store_true", help="new generations even for rows that ran before")
+    p.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="start again the rows whose generation failed; keep the rest",
+    )
     p.add_argument("--ledger", type=Path, help="the ledger file (default: the user's, or MEDIAGEN_LEDGER)")
     return p
 
@@ -231,6 +236,7 @@ def sweep(args: argparse.Namespace) -> int:
         max_credits=args.max_credits,
         run_name=args.run_name,
         fresh=args.fresh,
+        retry_failed=args.retry_failed,
         ledger=args.ledger,
         **constants,
     )

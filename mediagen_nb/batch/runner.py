@@ -5,22 +5,19 @@ non-blocking ``submit`` are the same code, and the kernel stays usable during a 
 """
 
 import sys
-import threading
 import time
-from collections.abc import Mapping
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import asdict
+from collections import Counter
+from collections.abc import Callable, Mapping
 from html import escape
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from mediagen_nb.batch import loop
 from mediagen_nb.batch.estimates import Price, price_rows
+from mediagen_nb.batch.frames import Table, table
+from mediagen_nb.batch.handle import RowResult, SweepHandle, progress_bar
 from mediagen_nb.batch.plan import Columns, MappingError, Row, _did_you_mean, plan_rows, resolve_columns
-from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
+from mediagen_nb.batch.scheduler import Outcome, Sweep, outcome_fields
 from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, BudgetStatus, Ledger, Model, budget
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.connection import async_current
@@ -41,10 +38,10 @@ ESTIMATE_COLUMNS = ("credits", "billing", "error", "input")
 WRITTEN = "mediagen_columns"  # DataFrame.attrs: the columns a sweep or estimate wrote (free to write again)
 
 
-def writable(df: pd.DataFrame, names: list[str], what: str) -> None:
+def writable(frame: Table, names: list[str], what: str) -> None:
     """Refuse, before anything is sent, to write result columns over the user's own columns."""
-    ours = set(df.attrs.get(WRITTEN, ()))
-    clash = [name for name in names if name in {str(c) for c in df.columns} and name not in ours]
+    ours = set(frame.attrs().get(WRITTEN, ()))
+    clash = [name for name in names if name in frame.names() and name not in ours]
     if clash:
         raise MappingError(
             f"prefix: this frame already has its own {', '.join(map(repr, clash))}, which {what} would "
@@ -53,10 +50,9 @@ def writable(df: pd.DataFrame, names: list[str], what: str) -> None:
         )
 
 
-def written(out: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    """Mark ``names`` as written by us, so a later run on this frame may replace them."""
-    out.attrs[WRITTEN] = sorted(set(out.attrs.get(WRITTEN, ())) | set(names))
-    return out
+def written(frame: Table, names: list[str]) -> list[str]:
+    """``names`` added to the columns written by us, so a later run on the frame may replace them."""
+    return sorted(set(frame.attrs().get(WRITTEN, ())) | set(names))
 
 
 def check_options(**options: Any) -> None:
@@ -74,7 +70,7 @@ def check_options(**options: Any) -> None:
         elif name in ("model", "run_name", "prefix"):
             if not isinstance(value, str) or (name == "model" and not value):
                 raise ValidationError(f"{name} must be a string, not {value!r}", field=name, sent=False)
-        elif name in ("fresh", "progress", "show") and not isinstance(value, bool):
+        elif name in ("fresh", "retry_failed", "progress", "show") and not isinstance(value, bool):
             raise ValidationError(f"{name} must be True or False, not {value!r}", field=name, sent=False)
         elif name == "ledger" and not isinstance(value, (str, Path, Ledger)):
             raise ValidationError(f"ledger must be a path or a Ledger, not {value!r}", field=name, sent=False)
@@ -100,7 +96,7 @@ def _call(coroutine: Any) -> Any:
 
 
 def prepare(
-    df: pd.DataFrame,
+    frame: Table,
     model_id: str,
     columns: Columns,
     constants: Mapping[str, Any],
@@ -114,9 +110,10 @@ def prepare(
         hint = _did_you_mean(model_id, list(models))
         raise ValidationError(messages.unknown_model(model_id, models) + hint, field="model", sent=False)
     model = models[model_id]
-    by_field = resolve_columns(model, list(df.columns), columns, constants)
-    records = [{str(k): v for k, v in record.items()} for record in df.to_dict("records")]
-    return model, plan_rows(records, model, by_field, constants, client.check_input, run_name=run_name)
+    by_field = resolve_columns(model, frame.names(), columns, constants)
+    return model, plan_rows(
+        frame.records(), model, by_field, constants, client.check_input, run_name=run_name
+    )
 
 
 class EstimateSummary:
@@ -125,7 +122,8 @@ class EstimateSummary:
     def __init__(
         self,
         model: Model,
-        frame: pd.DataFrame,
+        credits: list[int | None],
+        labels: list[Any],
         classes: list[str],
         requests: int,
         budget: int | None,
@@ -135,25 +133,21 @@ class EstimateSummary:
         self.model_id = model.id
         self.service = service
         self.requests = requests
-        frame = frame.assign(price_class=classes)
-        priced = frame[frame["credits"].notna()]
-        self.total = int(priced["credits"].sum())
-        self.rows = len(frame)
-        self.invalid = int(frame["credits"].isna().sum())
-        self.by_class = (
-            priced.groupby(["price_class", "credits"])
-            .size()
-            .rename("rows")
-            .reset_index()
-            .sort_values("credits")
-        )
-        self.largest = priced.nlargest(5, "credits")
+        priced = [
+            (label, c, k) for label, c, k in zip(labels, credits, classes, strict=True) if c is not None
+        ]
+        self.total = sum(c for _, c, _ in priced)
+        self.rows = len(credits)
+        self.invalid = self.rows - len(priced)
+        counts = Counter((k, c) for _, c, k in priced)
+        self.by_class = sorted(((n, c, k) for (k, c), n in counts.items()), key=lambda r: (r[1], r[2]))
+        self.largest = sorted(((label, c) for label, c, _ in priced), key=lambda r: -r[1])[:5]
         self.limits = {
             name: value for name, value in (("budget", budget), ("key cap", key_cap)) if value is not None
         }
 
     def _largest_line(self) -> str:
-        shown = ", ".join(f"row {label}: {credits}" for label, credits in self.largest["credits"].items())
+        shown = ", ".join(f"row {label}: {credits}" for label, credits in self.largest)
         return f"largest rows: {shown}"
 
     def _limit_lines(self) -> list[str]:
@@ -169,15 +163,15 @@ class EstimateSummary:
             f"{self.model_id}{where}: {self.total} credits for {self.rows - self.invalid} rows "
             f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
         )
-        classes = [f"  {r.rows} x {r.credits} credits  ({r.price_class})" for r in self.by_class.itertuples()]
+        classes = [f"  {rows} x {credits} credits  ({kind})" for rows, credits, kind in self.by_class]
         return "\n".join([head, *classes, self._largest_line(), *self._limit_lines()])
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
         classes = "".join(
-            f"<tr><td>{r.rows}</td><td>{r.credits}</td><td>{escape(str(r.price_class))}</td></tr>"
-            for r in self.by_class.itertuples()
+            f"<tr><td>{rows}</td><td>{credits}</td><td>{escape(str(kind))}</td></tr>"
+            for rows, credits, kind in self.by_class
         )
         limits = "".join(
             f"<div>{escape(line)}</div>" for line in [self._largest_line(), *self._limit_lines()]
@@ -204,7 +198,7 @@ def _show(summary: Any) -> None:
 
 
 def estimate(
-    df: pd.DataFrame,
+    df: Any,
     model_id: str,
     columns: Columns = None,
     *,
@@ -213,23 +207,35 @@ def estimate(
     key_cap: int | None = None,
     show: bool = True,
     **constants: Any,
-) -> pd.DataFrame:
-    """A copy of ``df`` with ``credits`` and ``billing`` per row, ``error`` for invalid rows, and the
-    ``input`` each row would send."""
+) -> Any:
+    """A copy of ``df`` (pandas or polars) with ``credits`` and ``billing`` per row, ``error`` for
+    invalid rows, and the ``input`` each row would send; the summary is ``attrs["mediagen_estimate"]``."""
     check_options(model=model_id, client=client, budget=budget, key_cap=key_cap, show=show)
-    writable(df, list(ESTIMATE_COLUMNS), "estimate")
+    frame = table(df)
+    writable(frame, list(ESTIMATE_COLUMNS), "estimate")
     aclient = async_client(client)
-    model, rows = prepare(df, model_id, columns, constants, aclient)
+    model, rows = prepare(frame, model_id, columns, constants, aclient)
     prices, requests = _call(price_rows(aclient, model, rows))
-    out = df.copy()
-    out["credits"] = pd.array([_credits(prices.get(r.position)) for r in rows], dtype="Int64")
-    out["billing"] = [prices[r.position].billing if r.position in prices else None for r in rows]
-    out["error"] = [r.error or (prices[r.position].error if r.position in prices else None) for r in rows]
-    out["input"] = [r.input for r in rows]
-    written(out, list(ESTIMATE_COLUMNS))
-    classes = [price_class(model, r) for r in rows]
-    summary = EstimateSummary(model, out, classes, requests, budget, key_cap, aclient.settings.service_name)
-    out.attrs["mediagen_estimate"] = summary
+    credits = [_credits(prices.get(r.position)) for r in rows]
+    summary = EstimateSummary(
+        model,
+        credits,
+        frame.labels(),
+        [price_class(model, r) for r in rows],
+        requests,
+        budget,
+        key_cap,
+        aclient.settings.service_name,
+    )
+    out = frame.with_columns(
+        {
+            "credits": credits,
+            "billing": [prices[r.position].billing if r.position in prices else None for r in rows],
+            "error": [r.error or (prices[r.position].error if r.position in prices else None) for r in rows],
+            "input": [r.input for r in rows],
+        },
+        {WRITTEN: written(frame, list(ESTIMATE_COLUMNS)), "mediagen_estimate": summary},
+    )
     if show:
         _show(summary)
     return out
@@ -244,104 +250,6 @@ def price_class(model: Model, row: Row) -> str:
 
 def _credits(price: Price | None) -> int | None:
     return price.credits if price is not None else None
-
-
-class SweepHandle:
-    """A sweep running in the background: ``progress``, ``result()``, ``cancel()``."""
-
-    def __init__(self, sweep: Sweep, future: "Future[dict[int, Outcome]]", finish: Any, bar: Any) -> None:
-        self._sweep = sweep
-        self._future = future
-        self._finish = finish
-        self._bar = bar
-        self._frame: pd.DataFrame | None = None
-
-    @property
-    def progress(self) -> dict[str, int]:
-        """Rows total, done, failed, running, reused from earlier runs, and credits (spent now, reused)."""
-        p = self._sweep.progress
-        snapshot = asdict(p)
-        snapshot.pop("listeners", None)
-        snapshot["credits"] = p.credits
-        return snapshot
-
-    def done(self) -> bool:
-        return self._future.done()
-
-    def cancel(self, reason: str = "cancelled") -> None:
-        """Stop starting rows; starts already sent are answered and recorded, finished rows are kept."""
-        loop.background_loop().call_soon_threadsafe(self._sweep.cancel, f"not started: {reason}")
-
-    def result(self, timeout: float | None = None) -> pd.DataFrame:
-        """The result frame; waits for the sweep (Ctrl-C while waiting cancels it, keeping what finished).
-
-        After a Ctrl-C it returns once the starts already sent have their answer, so the frame shows
-        every charge and nothing is charged after it returns.
-        """
-        if self._frame is None:
-            try:
-                outcomes = self._future.result(timeout)
-            except KeyboardInterrupt:
-                self.cancel("interrupted (Ctrl-C)")
-                outcomes = self._future.result()
-                print(
-                    "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
-                    "the ledger is up to date: run the same cell again to resume without paying twice"
-                )
-            except FutureTimeout:
-                raise TimeoutError(f"the sweep is still running: {self.progress}") from None
-            if self._bar is not None:
-                self._bar.close()
-            self._frame = self._finish(outcomes)
-            print(summary_line(self._sweep.progress))
-        return self._frame
-
-    def __repr__(self) -> str:
-        p = self._sweep.progress
-        state = "finished" if self.done() else "running"
-        return (
-            f"<SweepHandle {state}: {p.done}/{p.total} done, {p.failed} failed, "
-            f"{p.spent} credits spent now, {p.reused} rows reused>"
-        )
-
-    def _repr_html_(self) -> str:
-        return escape(repr(self))
-
-
-def summary_line(p: Progress) -> str:
-    """One line of what a sweep did with money: spent now, reused, possibly charged."""
-    parts = [f"{p.done} succeeded", f"{p.failed} failed or invalid"]
-    if p.running:
-        parts.append(f"{p.running} still running")
-    money = f"{p.spent} credits spent now"
-    if p.reused:
-        money += f", {p.reused} rows reused at no charge ({p.reused_credits} credits earlier)"
-    if p.uncertain:
-        money += (
-            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits; "
-            "a re-run resumes them at no cost)"
-        )
-    return f"mediagen_nb: {p.total} rows: {', '.join(parts)}; {money}"
-
-
-def _progress_bar(progress: Progress, total: int, enabled: bool, where: str) -> Any:
-    if not enabled or total == 0:
-        return None
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, desc=f"mediagen · {where}", unit="row")
-    lock = threading.Lock()
-
-    def update(p: Progress) -> None:
-        with lock:
-            bar.n = p.done + p.failed
-            bar.set_postfix(
-                done=p.done, failed=p.failed, running=p.running, spent=p.spent, reused=p.reused, refresh=False
-            )
-            bar.refresh()
-
-    progress.listeners.append(update)
-    return bar
 
 
 def _prices_within(prices: dict[int, Price], name: str, limit: int, fix: str) -> None:
@@ -377,7 +285,7 @@ def _within_budget(prices: dict[int, Price], session: BudgetStatus) -> None:
 
 
 def submit(
-    df: pd.DataFrame,
+    df: Any,
     model_id: str,
     columns: Columns = None,
     *,
@@ -386,11 +294,23 @@ def submit(
     max_credits: int | None = None,
     run_name: str = "",
     fresh: bool = False,
+    retry_failed: bool = False,
     ledger: str | Path | Ledger | None = None,
     progress: bool = True,
+    on_row: Callable[[RowResult], None] | None = None,
     **constants: Any,
 ) -> SweepHandle:
-    """Start a sweep in the background and return its handle at once."""
+    """Start a sweep in the background and return its handle at once.
+
+    ``retry_failed=True`` starts again exactly the rows whose last attempt failed (new generations for
+    those rows only) and keeps every success. ``on_row`` is called with each row's
+    :class:`RowResult` as it ends (on a thread of its own, so a slow callback never slows the sweep);
+    ``handle.as_completed()`` and ``async for`` yield the same.
+    """
+    if on_row is not None and not callable(on_row):
+        raise ValidationError(
+            f"on_row must be a function of one row, not {on_row!r}", field="on_row", sent=False
+        )
     check_options(
         model=model_id,
         client=client,
@@ -398,14 +318,16 @@ def submit(
         max_credits=max_credits,
         run_name=run_name,
         fresh=fresh,
+        retry_failed=retry_failed,
         ledger=ledger,
         progress=progress,
     )
-    writable(df, [prefix + name for name in RESULT_COLUMNS], "run")
+    frame = table(df)
+    writable(frame, [prefix + name for name in RESULT_COLUMNS], "run")
     aclient = async_client(client)
     if fresh:
         run_name = f"{run_name}|fresh-{time.time_ns()}"
-    model, rows = prepare(df, model_id, columns, constants, aclient, run_name=run_name)
+    model, rows = prepare(frame, model_id, columns, constants, aclient, run_name=run_name)
     session = budget()
     prices: dict[int, Price] = {}
     if max_credits is not None or session.limit is not None:
@@ -424,19 +346,26 @@ def submit(
         book,
         prices={pos: p.credits for pos, p in prices.items() if p.credits is not None},
         max_credits=max_credits,
+        retry_failed=retry_failed,
     )
-    bar = _progress_bar(sweep.progress, len(rows), progress, aclient.settings.service_name)
+    bar = progress_bar(sweep.progress, len(rows), progress, aclient.settings.service_name)
 
-    def finish(outcomes: dict[int, Outcome]) -> pd.DataFrame:
-        out = df.copy()
-        table = [outcome_fields(outcomes.get(r.position, Outcome("skipped")), r.input) for r in rows]
-        for name in RESULT_COLUMNS:
-            out[prefix + name] = [entry[name] for entry in table]
-        return written(out, [prefix + name for name in RESULT_COLUMNS])
+    def finish(outcomes: dict[int, Outcome]) -> Any:
+        """The input frame with the result columns of ``outcomes`` (rows not done yet: ``pending``)."""
+        fields = [outcome_fields(outcomes.get(r.position, Outcome("pending")), r.input) for r in rows]
+        names = [prefix + name for name in RESULT_COLUMNS]
+        return frame.with_columns(
+            {prefix + name: [entry[name] for entry in fields] for name in RESULT_COLUMNS},
+            {WRITTEN: written(frame, names)},
+        )
 
-    return SweepHandle(sweep, loop.submit(sweep.run()), finish, bar)
+    records = frame.records()
+    labels = frame.labels()
+    handle = SweepHandle(sweep, finish, bar, lambda row, out: RowResult.of(row, out, labels, records), on_row)
+    handle.start(loop.submit(sweep.run()))
+    return handle
 
 
-def run(df: pd.DataFrame, model_id: str, columns: Columns = None, **options: Any) -> pd.DataFrame:
+def run(df: Any, model_id: str, columns: Columns = None, **options: Any) -> Any:
     """Run every row and return a copy of ``df`` with the result columns; Ctrl-C keeps what finished."""
     return submit(df, model_id, columns, **options).result()

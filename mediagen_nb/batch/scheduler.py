@@ -50,8 +50,10 @@ STOPS_EVERY_START = (
     AuthenticationError,
     PermissionDeniedError,
 )
+MAX_ATTEMPTS = 20  # retries of one row by retry_failed, over every run
 STARTS_IN_FLIGHT = 8  # start requests awaiting their answer at once (hides latency; the limiter paces)
 UNCERTAIN = "uncertain"  # a row whose start got no answer: it may have been charged; a re-run resumes it
+ROW_DONE = frozenset({states.SUCCEEDED, states.FAILED, "invalid", "error", UNCERTAIN, "skipped"})
 
 
 @dataclass
@@ -106,6 +108,8 @@ class Progress:
     reused_credits: int = 0
     uncertain: int = 0
     possibly: int = 0
+    retried: int = 0  # rows started again by retry_failed (their last attempt had failed)
+    retried_credits: int = 0
     listeners: list[Callable[["Progress"], None]] = field(default_factory=list, repr=False)
 
     @property
@@ -149,12 +153,15 @@ class Sweep:
         *,
         prices: dict[int, int] | None = None,
         max_credits: int | None = None,
+        retry_failed: bool = False,
     ) -> None:
         self.client = client
         self.model = model
         self.rows = rows
         self.ledger = ledger
         self.prices = prices or {}
+        self.retry_failed = retry_failed
+        self._retried: set[int] = set()  # positions started again because their last attempt failed
         self.max_credits = max_credits
         self.outcomes: dict[int, Outcome] = {}
         self.progress = Progress(total=len(rows))
@@ -162,6 +169,7 @@ class Sweep:
         self._committed = 0  # credits charged or about to be, for max_credits
         self._runtimes: dict[str, list[float]] = defaultdict(list)
         self._cancelled = False
+        self.row_listeners: list[Callable[[Row, Outcome], None]] = []  # called as each row ends
         self._watchers: list[asyncio.Task[None]] = []  # reads: cancelled by cancel()
         self._restarts: list[asyncio.Task[None]] = []  # starts: never cancelled, always awaited
 
@@ -177,11 +185,17 @@ class Sweep:
         self._stop_reason = self._stop_reason or reason
 
     def _show(self, row: Row, outcome: Outcome) -> None:
-        """Set a row's outcome and keep the counts equal to the outcomes."""
+        """Set a row's outcome, keep the counts equal to the outcomes, and tell who waits for rows."""
         self.progress.count(self.outcomes.get(row.position), -1)
         self.outcomes[row.position] = outcome
         self.progress.count(outcome, 1)
         self.progress.changed()
+        if outcome.status in ROW_DONE:
+            self._tell(row, outcome)
+
+    def _tell(self, row: Row, outcome: Outcome) -> None:
+        for listener in self.row_listeners:
+            listener(row, outcome)
 
     async def run(self) -> dict[int, Outcome]:
         """Run every row; returns the outcome of each row by position, with no start in flight."""
@@ -192,6 +206,8 @@ class Sweep:
         where = self.client.settings.where
         keys = [row.key for row in valid if row.key]
         known = await asyncio.to_thread(self.ledger.entries, keys, where)
+        if self.retry_failed:
+            valid = await self._next_attempts(valid, known)
         pending: list[Row] = []
         for row in valid:
             entry = known.get(row.key or "")
@@ -213,10 +229,37 @@ class Sweep:
                 break
             await asyncio.wait(busy)
         await asyncio.gather(*self._watchers, return_exceptions=True)
-        for row in valid:
-            if row.position not in self.outcomes:
-                self.outcomes[row.position] = Outcome("skipped", error=self._stop_reason)
+        for row in valid:  # the rows this run leaves as they are: not started, or still running
+            shown = self.outcomes.get(row.position)
+            if shown is None:
+                self._show(row, Outcome("skipped", error=self._stop_reason))
+            elif shown.status not in ROW_DONE:
+                self._tell(row, shown)
+        retried = [p for p in self._retried if not self.outcomes[p].reused]  # started again by this run
+        self.progress.retried = len(retried)
+        self.progress.retried_credits = sum(self.outcomes[p].credits for p in retried)
         return self.outcomes
+
+    async def _next_attempts(self, rows: list[Row], known: dict[str, ledgers.Entry]) -> list[Row]:
+        """Rows whose last attempt failed get the key of their next attempt (``<key>-retry<n>``).
+
+        A failed generation was refunded, and the service returns it again for its key, so a retry
+        needs a new key; successes keep theirs. ``known`` gains the entries of the attempts found.
+        """
+        where = self.client.settings.where
+        by_position = {row.position: row for row in rows}
+        failing = [row for row in rows if _failed(known.get(row.key or ""))]
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            if not failing:
+                break
+            keys = {row.position: f"{(row.key or '').split('-retry')[0]}-retry{attempt}" for row in failing}
+            found = await asyncio.to_thread(self.ledger.entries, list(keys.values()), where)
+            known.update(found)
+            for row in failing:
+                by_position[row.position] = replace(row, key=keys[row.position])
+                self._retried.add(row.position)
+            failing = [by_position[row.position] for row in failing if _failed(found.get(keys[row.position]))]
+        return [by_position[row.position] for row in rows]
 
     async def _start_all(self, pending: list[Row]) -> None:
         """Start rows, at most STARTS_IN_FLIGHT awaiting their answer; never leaves a start in flight."""
@@ -315,7 +358,7 @@ class Sweep:
                 )
                 return
             self._committed -= self.outcomes[row.position].credits
-            self._show(row, Outcome("skipped", error=self._stop_reason))
+            self._show(row, Outcome("pending", error=self._stop_reason))
             if not self._stop_reason:
                 self._restarts.append(asyncio.create_task(self._start(row)))
             return
@@ -348,6 +391,10 @@ class Sweep:
         else:
             self._committed -= generation.credits_spent  # failed runs are refunded
         self._show(row, Outcome.of(generation, reused=reused))
+
+
+def _failed(entry: ledgers.Entry | None) -> bool:
+    return entry is not None and entry.status == states.FAILED
 
 
 def outcome_fields(outcome: Outcome, input: dict[str, Any] | None = None) -> dict[str, Any]:

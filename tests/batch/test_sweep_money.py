@@ -98,7 +98,7 @@ def test_a_bad_unicode_row_is_invalid_and_the_others_run(service: Service, tmp_p
 def test_ctrl_c_of_a_200_row_run_shows_every_charge(make_service: ServiceFactory, tmp_path: Path) -> None:
     """Ctrl-C halfway through 200 rows: the frame's credits (finished and in flight) equal the
     sandbox's ledger, no start is sent after ``run()`` returns, and the re-run completes for the rest."""
-    service = make_service(time_scale=60.0)  # a start a real second... x60: 60 a real second
+    service = make_service(time_scale=30.0)  # 30 starts a real second: 200 rows take about 7 s
     df, ledger = prompts(200), tmp_path / "ledger.sqlite"
     started = threading.Event()
 

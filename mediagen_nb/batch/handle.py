@@ -1,0 +1,239 @@
+"""A sweep running in the background, and its rows as they finish.
+
+``SweepHandle`` is what ``df.mediagen.submit`` returns: ``progress``, ``frame()`` (the frame so far),
+``as_completed()`` and ``async for`` (each row as it ends, in the order they end), ``result()``
+and ``cancel()``. Rows end on the sweep's event loop; they reach the caller's thread through a
+queue per consumer, so a consumer that is slow, or an ``on_row`` callback that is, never slows it.
+"""
+
+import asyncio
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass
+from html import escape
+from queue import Empty, Queue
+from typing import Any
+
+from mediagen_nb.batch import loop
+from mediagen_nb.batch.plan import Row
+from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
+
+_END = None  # what a consumer's queue receives when the sweep is over
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One row as it ended: its label and values in the frame, and the result columns."""
+
+    label: Any  # the row's index label (pandas) or row number (polars)
+    position: int
+    values: dict[str, Any]  # the row's own columns
+    generation_id: str | None
+    status: str
+    output_url: str | None
+    output_urls: list[str]
+    credits: int
+    error: str | None
+    elapsed_s: float | None
+    input: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, row: Row, outcome: Outcome, labels: list[Any], records: list[dict[str, Any]]) -> "RowResult":
+        fields = outcome_fields(outcome, row.input)
+        return cls(labels[row.position], row.position, records[row.position], **fields)
+
+
+class SweepHandle:
+    """A sweep running in the background: ``progress``, ``frame()``, ``as_completed()``, ``result()``."""
+
+    def __init__(
+        self,
+        sweep: Sweep,
+        finish: Callable[[dict[int, Outcome]], Any],
+        bar: Any,
+        result_of: Callable[[Row, Outcome], RowResult],
+        on_row: Callable[[RowResult], None] | None = None,
+    ) -> None:
+        self._sweep = sweep
+        self._finish = finish
+        self._bar = bar
+        self._result_of = result_of
+        self._frame: Any = None
+        self._lock = threading.Lock()
+        self._ended: list[RowResult] = []
+        self._consumers: list[Queue[RowResult | None]] = []
+        self._future: Future[dict[int, Outcome]] | None = None
+        sweep.row_listeners.append(self._ended_row)
+        if on_row is not None:
+            threading.Thread(
+                target=self._call_on_row, args=(on_row,), name="mediagen-on-row", daemon=True
+            ).start()
+
+    def start(self, future: "Future[dict[int, Outcome]]") -> None:
+        """Follow the sweep's future (consumers hear the end of the sweep from it)."""
+        self._future = future
+        future.add_done_callback(lambda _: self._close())
+
+    # -- rows as they end --------------------------------------------------------------------
+
+    def _ended_row(self, row: Row, outcome: Outcome) -> None:
+        """Called on the sweep's loop as a row ends: record it and hand it to every consumer."""
+        result = self._result_of(row, outcome)
+        with self._lock:
+            self._ended.append(result)
+            for queue in self._consumers:
+                queue.put(result)
+
+    def _close(self) -> None:
+        with self._lock:
+            for queue in self._consumers:
+                queue.put(_END)
+
+    def _subscribe(self) -> "Queue[RowResult | None]":
+        """A queue that gets every row ended so far, then each new one, then the end."""
+        queue: Queue[RowResult | None] = Queue()
+        with self._lock:
+            for result in self._ended:
+                queue.put(result)
+            if self.done():
+                queue.put(_END)
+            else:
+                self._consumers.append(queue)
+        return queue
+
+    def as_completed(self, timeout: float | None = None) -> Iterator[RowResult]:
+        """Each row as it ends (rows already ended first), until the sweep is over.
+
+        ``timeout`` (seconds) bounds the wait for the next row; past it, TimeoutError.
+        """
+        queue = self._subscribe()
+        while True:
+            try:
+                result = queue.get(timeout=timeout)
+            except Empty:
+                raise TimeoutError(f"no row ended within {timeout} s: {self.progress}") from None
+            if result is _END:
+                return
+            yield result
+
+    async def __aiter__(self) -> AsyncIterator[RowResult]:
+        """``async for row in handle``: the same rows, without blocking the caller's event loop."""
+        queue = self._subscribe()
+        while True:
+            result = await asyncio.to_thread(queue.get)
+            if result is _END:
+                return
+            yield result
+
+    def _call_on_row(self, on_row: Callable[[RowResult], None]) -> None:
+        """The ``on_row`` thread: each row in turn; a callback's error is said once, never stops the sweep."""
+        told = False
+        for result in self.as_completed():
+            try:
+                on_row(result)
+            except Exception as exc:  # the caller's code: say it, go on with the next row
+                if not told:
+                    print(f"mediagen_nb: on_row raised {type(exc).__name__}: {exc}", file=sys.stderr)
+                    told = True
+
+    # -- the sweep -----------------------------------------------------------------------------
+
+    @property
+    def progress(self) -> dict[str, int]:
+        """Rows total, done, failed, running, reused from earlier runs, and credits (spent now, reused)."""
+        p = self._sweep.progress
+        snapshot = asdict(p)
+        snapshot.pop("listeners", None)
+        snapshot["credits"] = p.credits
+        return snapshot
+
+    def done(self) -> bool:
+        return self._future is not None and self._future.done()
+
+    def frame(self) -> Any:
+        """The frame so far: rows that ended have their results, the others ``processing`` or ``pending``."""
+        if self._frame is not None:
+            return self._frame
+        return self._finish(dict(self._sweep.outcomes))
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Stop starting rows; starts already sent are answered and recorded, finished rows are kept."""
+        loop.background_loop().call_soon_threadsafe(self._sweep.cancel, f"not started: {reason}")
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The result frame; waits for the sweep (Ctrl-C while waiting cancels it, keeping what finished).
+
+        After a Ctrl-C it returns once the starts already sent have their answer, so the frame shows
+        every charge and nothing is charged after it returns.
+        """
+        assert self._future is not None, "start() the handle first"
+        if self._frame is None:
+            try:
+                outcomes = self._future.result(timeout)
+            except KeyboardInterrupt:
+                self.cancel("interrupted (Ctrl-C)")
+                outcomes = self._future.result()
+                print(
+                    "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
+                    "the ledger is up to date: run the same cell again to resume without paying twice"
+                )
+            except FutureTimeout:
+                raise TimeoutError(f"the sweep is still running: {self.progress}") from None
+            if self._bar is not None:
+                self._bar.close()
+            self._frame = self._finish(outcomes)
+            print(summary_line(self._sweep.progress))
+        return self._frame
+
+    def __repr__(self) -> str:
+        p = self._sweep.progress
+        state = "finished" if self.done() else "running"
+        return (
+            f"<SweepHandle {state}: {p.done}/{p.total} done, {p.failed} failed, "
+            f"{p.spent} credits spent now, {p.reused} rows reused>"
+        )
+
+    def _repr_html_(self) -> str:
+        return escape(repr(self))
+
+
+def summary_line(p: Progress) -> str:
+    """One line of what a sweep did with money: spent now, reused, possibly charged."""
+    parts = [f"{p.done} succeeded", f"{p.failed} failed or invalid"]
+    if p.running:
+        parts.append(f"{p.running} still running")
+    money = f"{p.spent} credits spent now"
+    if p.reused:
+        money += f", {p.reused} rows reused at no charge ({p.reused_credits} credits earlier)"
+    if p.retried:
+        money += f", {p.retried} failed rows retried ({p.retried_credits} credits)"
+    if p.uncertain:
+        money += (
+            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits; "
+            "a re-run resumes them at no cost)"
+        )
+    return f"mediagen_nb: {p.total} rows: {', '.join(parts)}; {money}"
+
+
+def progress_bar(progress: Progress, total: int, enabled: bool, where: str) -> Any:
+    """A tqdm bar of rows ended, with what is done, failed, running, spent now and reused."""
+    if not enabled or total == 0:
+        return None
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, desc=f"mediagen · {where}", unit="row")
+    lock = threading.Lock()
+
+    def update(p: Progress) -> None:
+        with lock:
+            bar.n = p.done + p.failed
+            bar.set_postfix(
+                done=p.done, failed=p.failed, running=p.running, spent=p.spent, reused=p.reused, refresh=False
+            )
+            bar.refresh()
+
+    progress.listeners.append(update)
+    return bar

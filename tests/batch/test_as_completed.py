@@ -1,0 +1,85 @@
+"""Results as they finish: ``handle.as_completed()``, ``async for``, ``on_row=`` and ``handle.frame()``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from mediagen_nb.batch.handle import RowResult, SweepHandle
+
+if TYPE_CHECKING:
+    from conftest import Service, ServiceFactory
+
+
+def frame(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"prompt": [f"a lantern, take {i}" for i in range(n)], "tag": list(range(n))})
+
+
+def submit(service: Service, df: pd.DataFrame, tmp_path: Path, **options: Any) -> SweepHandle:
+    return df.mediagen.submit(
+        "flare-1-swift", client=service.client, ledger=tmp_path / "l.sqlite", progress=False, **options
+    )
+
+
+def test_as_completed_yields_every_row_once_as_it_ends(service: Service, tmp_path: Path) -> None:
+    df = frame(12)
+    df.loc[5, "prompt"] = ""  # an invalid row ends too (at once)
+    handle = submit(service, df, tmp_path)
+    seen = list(handle.as_completed(timeout=30))
+    assert sorted(r.position for r in seen) == list(range(12))
+    assert {r.status for r in seen} == {"succeeded", "invalid"}
+    assert seen[0].status == "invalid" and seen[0].label == 5  # ended before any generation did
+    done = next(r for r in seen if r.status == "succeeded")
+    assert isinstance(done, RowResult) and done.values["tag"] == done.position and done.output_url
+    assert done.input == {"prompt": f"a lantern, take {done.position}"} and done.credits == 1
+    assert list(handle.as_completed()) == seen  # after the end: the same rows, then it stops
+    assert handle.result(timeout=10)["status"].value_counts().to_dict() == {"succeeded": 11, "invalid": 1}
+
+
+def test_async_for_over_a_handle(service: Service, tmp_path: Path) -> None:
+    handle = submit(service, frame(6), tmp_path)
+
+    async def collect() -> list[RowResult]:
+        return [row async for row in handle]
+
+    rows = asyncio.run(collect())
+    assert sorted(r.position for r in rows) == list(range(6))
+
+
+def test_on_row_is_called_for_each_row_off_the_sweeps_loop(service: Service, tmp_path: Path) -> None:
+    """A slow, even failing, callback neither slows the sweep nor stops it; it sees every row."""
+    calls: list[tuple[int, str]] = []
+    finished = threading.Event()
+
+    def on_row(row: RowResult) -> None:
+        time.sleep(0.05)
+        calls.append((row.position, threading.current_thread().name))
+        if row.position == 3:
+            raise ValueError("the callback's own bug")
+        if len(calls) == 8:
+            finished.set()
+
+    out = submit(service, frame(8), tmp_path, on_row=on_row).result(timeout=30)
+    assert (out["status"] == "succeeded").all()
+    assert finished.wait(10)
+    assert sorted(p for p, _ in calls) == list(range(8))
+    assert {name for _, name in calls} == {"mediagen-on-row"}
+
+
+def test_frame_so_far_shows_rows_that_ended(make_service: ServiceFactory, tmp_path: Path) -> None:
+    service = make_service(time_scale=30.0)
+    handle = submit(service, frame(60), tmp_path)
+    deadline = time.monotonic() + 30
+    while handle.progress["done"] < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    so_far = handle.frame()
+    statuses = set(so_far["status"])
+    assert "succeeded" in statuses and statuses & {"pending", "processing"}
+    assert (so_far.loc[so_far["status"] == "succeeded", "output_url"].notna()).all()
+    out = handle.result(timeout=60)
+    assert handle.frame() is out and (out["status"] == "succeeded").all()
