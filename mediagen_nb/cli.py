@@ -1,25 +1,77 @@
-"""The ``mediagen`` command. Subcommands import what they need, so ``mediagen --help`` is instant."""
+"""The ``mediagen`` command. Subcommands import what they need, so ``mediagen --help`` is instant.
+
+``mediagen completion bash`` prints a completion script (``eval "$(mediagen completion bash)"``).
+"""
 
 import argparse
 import sys
 
+from mediagen_nb import __version__
+from mediagen_nb.commands import COMMANDS
+from mediagen_nb.commands import main as one_shot
+
+APPS = {
+    "sandbox": "serve the emulator of the service",
+    "demo": "the main job: a sweep and the three-step chain, on the embedded sandbox",
+    "sweep": "run a spreadsheet of inputs through a model",
+}
+COMMAND_HELP = {
+    **{name: text for name, (_, text) in COMMANDS.items()},
+    "completion": 'print a shell completion script: eval "$(mediagen completion bash)"',
+}
+COMPLETION = """_mediagen() {
+    local words="%s"
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=($(compgen -W "$words --version --help" -- "${COMP_WORDS[1]}"))
+    else
+        COMPREPLY=($(compgen -f -- "${COMP_WORDS[COMP_CWORD]}"))
+    fi
+}
+complete -F _mediagen mediagen
+"""
+
+
+def top() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mediagen",
+        description="mediagen_nb on the command line: every command uses the one connection and ledger.",
+        epilog="`mediagen COMMAND --help` for a command's options.",
+    )
+    p.add_argument("--version", action="version", version=f"mediagen_nb {__version__}")
+    p.add_argument(
+        "command",
+        choices=[*APPS, *COMMAND_HELP],
+        metavar="COMMAND",
+        help="; ".join(f"{name}: {text}" for name, text in {**APPS, **COMMAND_HELP}.items()),
+    )
+    return p
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    top = argparse.ArgumentParser(prog="mediagen", description="mediagen_nb command line")
-    top.add_argument(
-        "command",
-        choices=["sandbox", "demo", "sweep"],
-        help="sandbox: serve the emulator; demo: a sweep and the three-step chain; sweep: run a spreadsheet",
-    )
-    args = top.parse_args(argv[:1])
-    if args.command == "sandbox":
-        from mediagen_nb.sandbox.__main__ import main as command
-    elif args.command == "sweep":
-        from mediagen_nb.batch.cli import main as command
-    else:
-        from mediagen_nb.demo import main as command
-    return command(argv[1:])
+    if (argv and argv[0] in ("--version", "-h", "--help")) or not argv:
+        top().parse_args(argv[:1])  # prints and exits
+    command = top().parse_args(argv[:1]).command
+    rest = argv[1:]
+    if command == "sandbox":
+        from mediagen_nb.sandbox.__main__ import main as sandbox
+
+        return sandbox(rest)
+    if command == "sweep":
+        from mediagen_nb.batch.cli import main as sweep
+
+        return sweep(rest)
+    if command == "demo":
+        from mediagen_nb.demo import main as demo
+
+        return demo(rest)
+    if command == "completion":
+        if rest != ["bash"]:
+            print("mediagen completion: only bash is supported: mediagen completion bash", file=sys.stderr)
+            return 2
+        print(COMPLETION % " ".join([*APPS, *COMMAND_HELP]))
+        return 0
+    return one_shot(command, rest)
 
 
 if __name__ == "__main__":

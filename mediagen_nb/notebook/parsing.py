@@ -102,6 +102,14 @@ def _unknown(option: str, fields: Iterable[str], extra: Iterable[str], model_id:
     )
 
 
+def _unknown_pair(name: str, fields: Iterable[str], model_id: str) -> OptionError:
+    """An unknown ``field=value`` name, in one line: the closest input and every input."""
+    names = list(fields)
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {close[0]}=?" if close else ""
+    return OptionError(f"unknown input {name} for {model_id}{hint} (inputs: {', '.join(names) or 'none'})")
+
+
 @dataclass
 class Options:
     """What an option line asked for: model inputs, and the magic's own flags."""
@@ -157,7 +165,9 @@ def parse_fields(
             raise OptionError(f"unexpected {word!r}: write inputs as {form}")
         field_name = name.replace("-", "_")
         if field_name not in properties:
-            raise _unknown(f"--{name}" if not pairs else name, properties, extra, model_id)
+            if pairs and not word.startswith("--"):
+                raise _unknown_pair(name, properties, model_id)
+            raise _unknown(f"--{name}", properties, extra, model_id)
         prop = properties[field_name]
         if value is True and prop.get("type") != "boolean":
             raise OptionError(f"--{field_name} needs a value")

@@ -127,7 +127,10 @@ def test_unknown_option_lists_the_fields_with_a_suggestion(nb: Notebook) -> None
     assert "fields: --prompt --quality --aspect_ratio" in message
     assert "-o" in message and "--estimate" in message
     message = nb.usage_error("%generate gpt-image-2 prompt=cat aspect=1:1")
-    assert "did you mean --aspect_ratio?" in message
+    assert message == (
+        "unknown input aspect for gpt-image-2; did you mean aspect_ratio=? "
+        "(inputs: prompt, quality, aspect_ratio)"
+    )
     assert nb.usage_error("%%generate gpt-image-2 --quality\na cat") == "--quality needs a value"
     assert nb.sent("run") == []
 

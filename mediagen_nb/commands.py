@@ -1,0 +1,222 @@
+"""One-shot commands of ``mediagen``: models, model, estimate, generate, wait, usage.
+
+Each uses the one connection (``mediagen_nb.current()``: the environment's key and address, else the
+embedded sandbox) and the one ledger, prints readable text or, with ``--json``, one JSON document,
+and exits 0 (done), 1 (the generation failed or is still running) or 2 (refused: nothing was charged).
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+OK, FAILED, REFUSED = 0, 1, 2
+KINDS = ("image", "video", "audio")
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    """The command's result on standard output (only it: with --json, every notice goes to stderr)."""
+    out = args.stdout
+    print(json.dumps(data, indent=1, ensure_ascii=False, default=str) if args.json else text, file=out)
+
+
+def _inputs(model: Any, pairs: Sequence[str]) -> dict[str, Any]:
+    """``field=value`` words, typed by the model's schema (the magics' own reading)."""
+    from mediagen_nb.notebook import parsing
+
+    return parsing.parse_fields(list(pairs), model.id, model.properties, {}, {}, pairs=True).inputs
+
+
+def models(args: argparse.Namespace) -> int:
+    from mediagen_nb.client import current
+
+    text = " ".join(args.text).lower()
+    found = [
+        m
+        for m in current().models()
+        if (args.kind is None or m.output_type == args.kind)
+        and text in f"{m.id} {m.name} {m.description} {m.group}".lower()
+    ]
+    rows = [
+        {
+            "id": m.id,
+            "kind": m.output_type,
+            "group": m.group,
+            "credits": m.credits,
+            "varies_by": list(m.varies_by),
+        }
+        for m in found
+    ]
+    width = max((len(r["id"]) for r in rows), default=2)
+    lines = [
+        f"{r['id']:<{width}}  {r['kind'] or '':<5}  {r['credits']:>4} credits"
+        + (f" (varies by {', '.join(r['varies_by'])})" if r["varies_by"] else "")
+        for r in rows
+    ]
+    _emit(args, rows, "\n".join(lines) or "no model matches")
+    return OK
+
+
+def model(args: argparse.Namespace) -> int:
+    from mediagen_nb.client import current
+
+    found = current().model(args.id)
+    inputs = {name: prop for name, prop in found.properties.items()}
+    lines = [f"{found.id}: {found.name} ({found.output_type}, {found.group}), {found.credits} credits"]
+    lines += [
+        f"  {name}{' *' if name in found.required else ''}: {prop.get('type', '')}"
+        + (f" one of {', '.join(map(str, prop['enum']))}" if "enum" in prop else "")
+        + (f" (default {prop['default']})" if "default" in prop else "")
+        for name, prop in inputs.items()
+    ]
+    data = {"id": found.id, "name": found.name, "kind": found.output_type, "credits": found.credits}
+    _emit(args, {**data, "input_schema": dict(found.input_schema)}, "\n".join(lines))
+    return OK
+
+
+def estimate(args: argparse.Namespace) -> int:
+    from mediagen_nb.client import current
+
+    client = current()
+    found = client.estimate(args.model, _inputs(client.model(args.model), args.fields))
+    _emit(
+        args,
+        {"model": found.model_id, "credits": found.credits, "billing": found.billing},
+        f"{found.model_id}: {found.credits} credits ({found.billing})",
+    )
+    return OK
+
+
+def _result(args: argparse.Namespace, generation: Any) -> int:
+    """Print a generation (and save its outputs with --download); the exit code of its status."""
+    from mediagen_nb.client.resources import wire_of
+
+    saved = []
+    if getattr(args, "download", None) and generation.status == "succeeded":
+        folder = Path(args.download)
+        for number, url in enumerate(generation.urls):
+            saved.append(str(_save(url, folder / _name(generation, number, url))))
+    money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
+    lines = [f"{generation.id}  {generation.model_id}  {generation.status}  {money}"]
+    lines += [f"  {url}" for url in generation.urls] + [f"  saved {path}" for path in saved]
+    if generation.error:
+        lines.append(f"  error: {generation.error}")
+    _emit(args, {**wire_of(generation), "reused": generation.reused, "saved": saved}, "\n".join(lines))
+    return {"succeeded": OK, "failed": FAILED}.get(
+        generation.status, OK if getattr(args, "no_wait", False) else FAILED
+    )
+
+
+def _name(generation: Any, number: int, url: str) -> str:
+    from mediagen_nb.protocol.schema import url_extension
+
+    return f"{generation.id}{'-' + str(number) if number else ''}{url_extension(url) or '.bin'}"
+
+
+def _save(url: str, target: Path) -> Path:
+    import httpx
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with httpx.stream("GET", url, timeout=120, follow_redirects=True) as response:
+        response.raise_for_status()
+        partial = target.with_name(target.name + ".part")
+        with partial.open("wb") as out:
+            for chunk in response.iter_bytes():
+                out.write(chunk)
+    partial.replace(target)
+    return target
+
+
+def generate(args: argparse.Namespace) -> int:
+    from mediagen_nb.client import current
+    from mediagen_nb.client.ledger import via
+
+    client = current()
+    values = _inputs(client.model(args.model), args.fields)
+    with via("cli"):
+        generation = client.run(args.model, values, reuse=True, fresh=args.fresh)
+    if not args.no_wait and not generation.done:
+        generation = client.wait(generation)
+    return _result(args, generation)
+
+
+def wait(args: argparse.Namespace) -> int:
+    from mediagen_nb.client import current
+
+    return _result(args, current().wait(args.id, timeout=args.timeout))
+
+
+def usage(args: argparse.Namespace) -> int:
+    from mediagen_nb.batch.usage import usage as read
+
+    frame = read()
+    rows = frame.to_dict("records")
+    month, service = frame.attrs["month"], frame.attrs["service"]
+    lines = [f"{month} on {service}"] + [
+        f"  {r['model']:<28} {r['via']:<15} {r['runs']:>5} runs {r['credits']:>7} credits  {r['note']}"
+        for r in rows
+    ]
+    _emit(
+        args,
+        {"month": frame.attrs["month"], "service": frame.attrs["service"], "rows": rows},
+        "\n".join(lines),
+    )
+    return OK
+
+
+def parser(prog: str, command: str) -> argparse.ArgumentParser:
+    """The arguments of one command."""
+    p = argparse.ArgumentParser(prog=f"{prog} {command}", description=COMMANDS[command][1])
+    p.add_argument("--json", action="store_true", help="print one JSON document, for scripts")
+    if command == "models":
+        p.add_argument("--kind", choices=KINDS)
+        p.add_argument("text", nargs="*", help="words to look for in the id, name or description")
+    elif command == "model":
+        p.add_argument("id", help="a model id, e.g. gpt-image-2")
+    elif command in ("estimate", "generate"):
+        p.add_argument("model", help="a model id, e.g. gpt-image-2")
+        p.add_argument("fields", nargs="*", metavar="FIELD=VALUE", help="the model's inputs")
+        if command == "generate":
+            p.add_argument("--download", type=Path, help="save the outputs in this folder")
+            p.add_argument("--no-wait", action="store_true", help="print the started generation and return")
+            p.add_argument("--fresh", action="store_true", help="a new one even if this input ran before")
+    elif command == "wait":
+        p.add_argument("id", help="a generation id")
+        p.add_argument("--timeout", type=float, help="give up after this many seconds (it goes on)")
+    return p
+
+
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
+    "models": (models, "list the catalog's models"),
+    "model": (model, "one model and its inputs"),
+    "estimate": (estimate, "what a run would charge (never charges)"),
+    "generate": (generate, "run a model (the same input again: reused, no charge; --fresh for a new one)"),
+    "wait": (wait, "wait for a generation to end"),
+    "usage": (usage, "this month's runs and credits, from the ledger"),
+}
+
+
+def main(command: str, argv: list[str]) -> int:
+    """Run one command; our errors are one line on stderr (exit 2, or 1 for a failed generation)."""
+    from mediagen_nb.client import GenerationError, MediagenError, WaitTimeout
+    from mediagen_nb.notebook.parsing import OptionError
+
+    args = parser("mediagen", command).parse_args(argv)
+    args.stdout = sys.stdout
+    try:
+        if args.json:  # notices (the embedded sandbox's, a progress bar) must not mix into the JSON
+            with redirect_stdout(sys.stderr):
+                return COMMANDS[command][0](args)
+        return COMMANDS[command][0](args)
+    except OptionError as exc:
+        print(f"mediagen {command}: {exc}", file=sys.stderr)
+        return REFUSED
+    except (GenerationError, WaitTimeout) as exc:
+        print(f"mediagen {command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return FAILED
+    except MediagenError as exc:
+        print(f"mediagen {command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return REFUSED
