@@ -27,8 +27,12 @@ def safe_url(url: object) -> str | None:
     return escape(url.strip(), quote=True)
 
 
-def media(url: object, kind: str | None, *, width: int = 320) -> str:
+RESULT_WIDTH = 320  # px of a result's media when none is given (%config MediagenMagics.preview_width)
+
+
+def media(url: object, kind: str | None, *, width: int | None = None) -> str:
     """An ``<img>``, ``<video controls>`` or ``<audio controls>`` for ``url``; a plain link otherwise."""
+    width = RESULT_WIDTH if width is None else width
     src = safe_url(url)
     if src is None:
         return ""

@@ -22,6 +22,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
+from traitlets import Bool, Int, Unicode, observe
 
 from mediagen_nb.notebook import parsing
 from mediagen_nb.notebook.live import Live, describe, is_rich, reused_note
@@ -202,7 +203,36 @@ def _follow(
 
 @magics_class
 class MediagenMagics(Magics):
-    """Generation, replication and topic-to-video from a cell."""
+    """Generation, replication and topic-to-video from a cell.
+
+    Defaults are traitlets: ``%config MediagenMagics.quality = "low"`` sets one for the kernel,
+    ``%config MediagenMagics`` lists them, and a cell's own options always win.
+    """
+
+    model = Unicode(
+        "", help="The model of %%generate / %generate when the line names none, e.g. gpt-image-2."
+    ).tag(config=True)
+    quality = Unicode(
+        "", help="The quality of models that have a quality input, when the cell does not set one."
+    ).tag(config=True)
+    wait = Bool(
+        True, help="Follow each generation to its end; False returns it running (like --no-wait)."
+    ).tag(config=True)
+    raise_on_failure = Bool(
+        True, help="A failed generation, analysis, replica or video fails its cell; False is --no-raise."
+    ).tag(config=True)
+    fresh = Bool(
+        False, help="Always start anew instead of reusing an earlier result of the same input (--fresh)."
+    ).tag(config=True)
+    preview_width = Int(320, help="Width in pixels of the images and videos shown with results.").tag(
+        config=True
+    )
+
+    @observe("preview_width")
+    def _width_changed(self, change: Any) -> None:
+        from mediagen_nb.client import html
+
+        html.RESULT_WIDTH = int(change["new"])
 
     # -- %%generate / %generate ------------------------------------------------------------
 
@@ -217,6 +247,8 @@ class MediagenMagics(Magics):
         from mediagen_nb.client.ledger import via
 
         words = parsing.split(line)
+        if (not words or words[0].startswith("-") or "=" in words[0]) and self.model:
+            words = [self.model, *words]  # %config MediagenMagics.model
         if not words:
             raise MagicError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
         client = SESSION.client
@@ -233,6 +265,9 @@ class MediagenMagics(Magics):
             if main is None:
                 raise MagicError(f"{model.id} has no text input for the cell body; use --field value options")
             inputs[main] = parsing.interpolate(cell.strip("\n"), namespace)
+        if self.quality and "quality" in model.properties and "quality" not in inputs:
+            inputs["quality"] = self.quality
+        self._defaults(flags)
         if flags.get("--estimate"):
             return _store(self.shell, flags, client.estimate(model.id, inputs))
 
@@ -248,6 +283,15 @@ class MediagenMagics(Magics):
             return f"{describe(result)} · {money}", not failed
 
         return _raise_unless(flags, _follow(self.shell, flags, model.id, steps, summary))
+
+    def _defaults(self, flags: dict[str, Any]) -> None:
+        """The kernel's defaults (``%config MediagenMagics``) under the cell's own flags."""
+        if not self.wait:
+            flags.setdefault("--no-wait", True)
+        if not self.raise_on_failure:
+            flags.setdefault("--no-raise", True)
+        if self.fresh:
+            flags.setdefault("--fresh", True)
 
     # -- %replicate -------------------------------------------------------------------------
 
@@ -272,6 +316,7 @@ class MediagenMagics(Magics):
         url = str(parsing.interpolate_value(words[0], self.shell.user_ns))
         flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self.shell.user_ns).flags
         _output_name(flags)
+        self._defaults(flags)
         body = run_body(  # every option checked here, before the analysis charges its 5 credits
             model_id=flags.get("--model"),
             quality=flags.get("--quality"),
@@ -638,7 +683,10 @@ def _complete_options(options: dict[str, bool]) -> Any:
 
 def load(shell: Any) -> None:
     """Register the magics and their tab completion on ``shell``."""
-    shell.register_magics(MediagenMagics)
+    magics = MediagenMagics(shell=shell)
+    shell.register_magics(magics)
+    if magics not in shell.configurables:  # so %config MediagenMagics lists and sets its defaults
+        shell.configurables.append(magics)
     for magic in ("%%generate", "%generate"):
         shell.set_hook("complete_command", _complete, str_key=magic)
     shell.set_hook("complete_command", _complete_mediagen, str_key="%mediagen")

@@ -540,3 +540,28 @@ def test_import_and_load_ext_stay_light(tmp_path: Any, first: str, heavy: tuple[
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[:2] == ["import []", "load_ext []"], done.stdout
+
+
+# -- %config MediagenMagics: the kernel's defaults ---------------------------------------------------
+
+
+def test_config_sets_the_magics_defaults(nb: Notebook, capsys: pytest.CaptureFixture[str]) -> None:
+    nb.ok("%config MediagenMagics")
+    listed = capsys.readouterr().out
+    for option in ("model", "quality", "wait", "raise_on_failure", "fresh", "preview_width"):
+        assert f"MediagenMagics.{option}" in listed
+    nb.ok('%config MediagenMagics.model = "gpt-image-2"')
+    nb.ok('%config MediagenMagics.quality = "low"')
+    made = nb.ok("%%generate -o made\na heron at dawn")  # no model on the line: the default
+    assert made.model_id == "gpt-image-2" and nb.generation(made).input["quality"] == "low"
+    high = nb.ok("%%generate --quality high\na heron at dusk")  # the cell's own option wins
+    assert nb.generation(high).input["quality"] == "high"
+    nb.ok("%config MediagenMagics.preview_width = 200")
+    assert "max-width:200px" in made._repr_html_()
+    nb.ok("%config MediagenMagics.preview_width = 320")
+    nb.ok("%config MediagenMagics.raise_on_failure = False")
+    nb.post("sandbox_faults", {"modelScript": ["fail"]})
+    assert nb.ok("%%generate\na heron that fails").status == "failed"  # kept green by the default
+    nb.ok("%config MediagenMagics.wait = False")
+    running = nb.ok("%%generate\na heron, not waited for")
+    assert running.status == "processing"
