@@ -38,10 +38,10 @@ _LAZY = {
     "catalog": "mediagen_nb.notebook",
 }
 
-__all__ = [*_LAZY, "__version__"]
-
 
 def __getattr__(name: str) -> Any:
+    if name == "__all__":  # the flat public API, read lazily so that ``import mediagen_nb`` stays light
+        return sorted({*_LAZY, "__version__", *importlib.import_module("mediagen_nb.client").__all__})
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     if not name.startswith("_"):  # the client's public names (Client, Generation, errors, ...)
@@ -52,7 +52,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*__all__, *importlib.import_module("mediagen_nb.client").__all__})
+    public: list[str] = __getattr__("__all__")
+    return public
 
 
 # The ``.mediagen`` namespace of each frame library, registered right after the library is imported, so

@@ -50,11 +50,11 @@ def models(args: argparse.Namespace) -> int:
         }
         for m in found
     ]
-    width = max((len(r["id"]) for r in rows), default=2)
+    width = max((len(m.id) for m in found), default=2)
     lines = [
-        f"{r['id']:<{width}}  {r['kind'] or '':<5}  {r['credits']:>4} credits"
-        + (f" (varies by {', '.join(r['varies_by'])})" if r["varies_by"] else "")
-        for r in rows
+        f"{m.id:<{width}}  {m.output_type or '':<5}  {m.credits:>4} credits"
+        + (f" (varies by {', '.join(m.varies_by)})" if m.varies_by else "")
+        for m in found
     ]
     _emit(args, rows, "\n".join(lines) or "no model matches")
     return OK

@@ -34,7 +34,8 @@ class MediagenAccessor:
         """
         from mediagen_nb.batch import runner
 
-        return runner.estimate(self._df, model, columns, **options)
+        done: pd.DataFrame = runner.estimate(self._df, model, columns, **options)
+        return done
 
     def run(self, model: str, columns: Columns = None, **options: Any) -> pd.DataFrame:
         """Run every row at the speed the limits allow; adds generation_id, status, output_url,
@@ -42,7 +43,8 @@ class MediagenAccessor:
         ``run_name``, ``fresh``, ``ledger`` (path), ``client``, ``progress``. A re-run resumes."""
         from mediagen_nb.batch import runner
 
-        return runner.run(self._df, model, columns, **options)
+        done: pd.DataFrame = runner.run(self._df, model, columns, **options)
+        return done
 
     def submit(self, model: str, columns: Columns = None, **options: Any) -> runner.SweepHandle:
         """Like ``run`` but returns at once: a handle with ``.progress``, ``.result()``, ``.cancel()``."""

@@ -9,6 +9,7 @@ Every output is checked writable before anything is spent; no user error ever pr
 """
 
 import argparse
+import importlib.util
 import json
 import sys
 import warnings
@@ -68,13 +69,8 @@ def check_output(path: Path) -> None:
     suffix = path.suffix.lower()
     if suffix not in TABLES_OUT:
         raise Refused(f"--out {path}: write one of {', '.join(TABLES_OUT)}")
-    if suffix == ".parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise Refused(
-                f"--out {path}: .parquet needs pyarrow (pip install pyarrow), or use .csv"
-            ) from None
+    if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise Refused(f"--out {path}: .parquet needs pyarrow (pip install pyarrow), or use .csv")
     writable(path)
 
 
@@ -262,12 +258,11 @@ def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:
         shown = result
         if args.download:
             base = args.gallery.parent.resolve()
-            shown = result.assign(
-                output_url=[
-                    Path(p).resolve().relative_to(base).as_posix() if isinstance(p, str) else None
-                    for p in result["local_path"]
-                ]
-            )
+            local: list[Any] = [
+                Path(p).resolve().relative_to(base).as_posix() if isinstance(p, str) else None
+                for p in result["local_path"]
+            ]
+            shown = result.assign(output_url=local)
         args.gallery.write_text(
             Gallery(shown, limit=len(shown)).to_html_page(f"{args.model}: {args.table.name}")
         )

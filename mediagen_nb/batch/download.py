@@ -64,6 +64,6 @@ def download(
     urls = list(df[column])
     jobs = [(i, url, _target(folder, i, url)) for i, url in enumerate(urls) if isinstance(url, str) and url]
     saved = loop.submit(_fetch_all(jobs, progress)).result()
-    out = df.copy()
+    out: pd.DataFrame = df.copy()
     out[column.removesuffix("output_url") + "local_path"] = [saved.get(i) for i in range(len(urls))]
     return out

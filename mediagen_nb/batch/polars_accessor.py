@@ -30,13 +30,15 @@ class _Mediagen:
         """Price every row (``credits``, ``billing``, ``error``, ``input``); see ``df.mediagen.estimate``."""
         from mediagen_nb.batch import runner
 
-        return runner.estimate(self._df, model, columns, **options)
+        done: pl.DataFrame = runner.estimate(self._df, model, columns, **options)
+        return done
 
     def run(self, model: str, columns: Columns = None, **options: Any) -> pl.DataFrame:
         """Run every row at the speed the limits allow; see ``df.mediagen.run``."""
         from mediagen_nb.batch import runner
 
-        return runner.run(self._df, model, columns, **options)
+        done: pl.DataFrame = runner.run(self._df, model, columns, **options)
+        return done
 
     def submit(self, model: str, columns: Columns = None, **options: Any) -> runner.SweepHandle:
         """Like ``run`` but returns a handle at once; ``handle.result()`` is a polars frame."""

@@ -44,7 +44,7 @@ def usage(
         }
         for row in rows
     ]
-    frame = pd.DataFrame(records, columns=COLUMNS)
+    frame: pd.DataFrame = pd.DataFrame(records, columns=COLUMNS)
     certain = frame[frame["note"] != "possibly charged"]
     total = {
         "model": "total",

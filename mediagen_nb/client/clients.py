@@ -17,13 +17,13 @@ import httpx
 
 from mediagen_nb.client import transport
 from mediagen_nb.client.config import Settings, resolve
-from mediagen_nb.client.core import Call, Op, Record
 from mediagen_nb.client.engine import Engine
 from mediagen_nb.client.errors import MediagenError
 from mediagen_nb.client.ledger import Ledger
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
+from mediagen_nb.client.steps import Call, Op, Record
 
 # Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
 POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)
@@ -171,7 +171,8 @@ class Client(BaseClient):
             try:
                 step = op.throw(failure) if failure is not None else op.send(reply)
             except StopIteration as done:
-                return done.value
+                result: T = done.value
+                return result
             reply, failure = None, None
             if isinstance(step, Call):
                 try:
@@ -237,7 +238,8 @@ class AsyncClient(BaseClient):
             try:
                 step = op.throw(failure) if failure is not None else op.send(reply)
             except StopIteration as done:
-                return done.value
+                result: T = done.value
+                return result
             reply, failure = None, None
             if isinstance(step, Call):
                 try:

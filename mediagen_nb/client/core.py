@@ -1,9 +1,8 @@
-"""The engine's core: steps, sending under the limits and retries, the catalog, and paid starts.
+"""The engine's core: sending under the limits and retries, the catalog, and paid starts.
 
-An operation is a generator that yields steps and receives their results: :class:`Call` (send
-this request), :class:`Pause` (sleep) and :class:`Record` (read or write the ledger, off the event
-loop). :mod:`mediagen_nb.client.clients` drives the same generators with httpx's sync or async
-client, so request building, parsing, limits, retries, waiting and money are written once.
+Operations are generators of steps (:mod:`mediagen_nb.client.steps`);
+:mod:`mediagen_nb.client.clients` drives them with httpx's sync or async client, so request
+building, parsing, limits, retries, waiting and money are written once.
 
 Every paid start goes through :meth:`Core.paid`: it holds the start's price against the session
 budget, writes the intent to the ledger, sends with the Idempotency-Key, and records the answer,
@@ -12,12 +11,11 @@ so a re-run finds the key and resumes instead of paying again.
 
 import json
 import random
-import re
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -26,11 +24,13 @@ import httpx
 
 from mediagen_nb.client import errors, idempotency, pacing
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.config import LOOPBACK_NAMES, Secret, Settings, Where
+from mediagen_nb.client.checks import sendable
+from mediagen_nb.client.config import LOOPBACK_NAMES, Settings, Where
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.spending import session as session_budget
+from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, schema, states, wire
 from mediagen_nb.protocol.paths import path
@@ -38,49 +38,12 @@ from mediagen_nb.protocol.paths import path
 T = TypeVar("T")
 R = TypeVar("R")
 
-CATALOG, READ, START = "catalog", "read", "start"
 POLL_SECONDS = 5.0  # replication and topic-to-video have no ``wait``: poll every few seconds
 HTTP_SLACK = 30.0  # real seconds a request may take beyond the time the service holds it
 CONNECT_TIMEOUT = 5.0  # real seconds to open a connection: a wrong address fails within seconds
 CONNECT_RETRIES = (0.5, 1.0)  # real seconds before each new try of a refused connection (never sent)
 WORK_WAIT = 3 * 3600.0  # service seconds a wait for a replica or a video lasts by default
 SILENT_RETRIES = 1  # a request that got no answer in time is tried once more, then fails
-
-
-@dataclass(frozen=True)
-class Call:
-    """One request to send. ``kind`` decides which limiters it passes through."""
-
-    method: str
-    endpoint: str  # a name of mediagen_nb.protocol.paths.PATHS
-    kind: str = READ
-    params: Mapping[str, str] = field(default_factory=dict)
-    query: Mapping[str, Any] | None = None
-    body: Any = None
-    idempotency_key: str | None = None
-    hold: float = 0.0  # service seconds the service may hold the request (long poll)
-    # False for a start the service cannot deduplicate (reedit has no idempotency key): after an
-    # ambiguous failure (a broken connection, a 500) it may have started, so it is not sent again.
-    replayable: bool = True
-    key: Secret | None = None  # filled by the engine
-
-
-@dataclass(frozen=True)
-class Pause:
-    """Sleep this many real seconds."""
-
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Record:
-    """Run ``fn`` (ledger I/O, which may wait on another process) where it cannot stall an event loop."""
-
-    fn: Callable[[], Any]
-
-
-Step = Call | Pause | Record
-Op = Generator[Step, Any, T]
 
 
 @dataclass(frozen=True)
@@ -255,11 +218,13 @@ class Core:
 
     def openapi(self) -> Op[dict[str, Any]]:
         """The service's OpenAPI 3.1 document."""
-        return (yield from self.send(Call("GET", "openapi", CATALOG)))
+        document: dict[str, Any] = yield from self.send(Call("GET", "openapi", CATALOG))
+        return document
 
     def llms_txt(self) -> Op[str]:
         """Model ids, output types and required inputs as plain text."""
-        return (yield from self.send(Call("GET", "llms_txt", CATALOG)))
+        text: str = yield from self.send(Call("GET", "llms_txt", CATALOG))
+        return text
 
     def catalog_model(self, model_id: str) -> Op[Model]:
         """The catalog's record of ``model_id``; an unknown id is refused before anything is sent."""
@@ -317,7 +282,8 @@ class Core:
     def book(self, override: "ledgers.Ledger | str | None" = None) -> Op[ledgers.Ledger]:
         """The ledger this start is written to (opening it may wait on the file: a Record step)."""
         chosen = override if override is not None else self._ledger_choice
-        return (yield Record(partial(ledgers.as_ledger, chosen)))
+        ledger: ledgers.Ledger = yield Record(partial(ledgers.as_ledger, chosen))
+        return ledger
 
     def keyed(
         self,
@@ -434,7 +400,7 @@ class Core:
     def observed(
         self,
         resource_id: str,
-        status: str,
+        status: str | None,
         *,
         credits: int | None,
         urls: tuple[str, ...] = (),
@@ -448,8 +414,8 @@ class Core:
         """
         if credits is not None:
             self.budget.correct(f"{self.where.instance}/{resource_id}", credits)
-        if resource_id not in self._booked and status not in states.FINAL:
-            return
+        if status is None or (resource_id not in self._booked and status not in states.FINAL):
+            return  # a read without a status says nothing the ledger can keep
         try:
             book = self._booked.get(resource_id) or (yield from self.book())
             yield Record(
@@ -506,53 +472,6 @@ class Core:
                     current,
                 )
             yield Pause(self._real(poll))
-
-
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
-ID_KINDS = {"generation": True, "analysis": True, "run": False, "job": False}  # kind -> must be a UUID
-
-
-def checked_id(value: object, kind: str) -> str:
-    """An id from a caller, a webhook or a response, safe to put in a path; else ValidationError.
-
-    Generation and analysis ids are UUIDs (the spec); run and job ids are not shown, so they may be
-    any short token of letters, digits, ``-`` and ``_``. Nothing else ever reaches a URL.
-    """
-    text = getattr(value, "id", value)
-    if not isinstance(text, str):
-        raise errors.ValidationError(
-            f"{kind} id must be a string, not {type(text).__name__}", field="id", sent=False
-        )
-    if ID_KINDS[kind] and not _UUID.fullmatch(text):
-        prefix = messages.INVALID_GENERATION_ID if kind == "generation" else f"Invalid {kind} id"
-        raise errors.ValidationError(
-            f"{prefix}: {text[:80]!r} is not a UUID (use the id its start returned)", field="id", sent=False
-        )
-    if not ID_KINDS[kind] and not _TOKEN.fullmatch(text):
-        raise errors.ValidationError(
-            f"Invalid {kind} id: {text[:80]!r} (use the id its start returned)", field="id", sent=False
-        )
-    return text
-
-
-def sendable(values: Mapping[str, Any]) -> None:
-    """Refuse a value JSON cannot carry as UTF-8 (a lone surrogate such as ``"caf\\udce9"``), naming it."""
-    for name, value in values.items():
-        try:
-            json.dumps(value, ensure_ascii=False, allow_nan=False, default=str).encode("utf-8")
-        except UnicodeEncodeError as exc:
-            bad = exc.object[exc.start : exc.end] if isinstance(exc.object, str) else "?"
-            raise errors.ValidationError(
-                f"{name} holds a character that cannot be sent ({bad!r}, not valid Unicode text); "
-                "fix or re-type that text",
-                field=name,
-                sent=False,
-            ) from None
-        except ValueError:
-            raise errors.ValidationError(
-                f"{name} must be a finite number (NaN and infinity cannot be sent)", field=name, sent=False
-            ) from None
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:

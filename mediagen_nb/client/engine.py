@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from mediagen_nb.client import errors
-from mediagen_nb.client.core import Op
 from mediagen_nb.client.generations import Generations
 from mediagen_nb.client.replication import Replication
+from mediagen_nb.client.steps import Op
 from mediagen_nb.client.videos import Videos
 
 

@@ -258,8 +258,8 @@ def message_of(body: Any) -> str:
     """The spec's rule: a string body is the message, otherwise read ``message``."""
     if isinstance(body, str):
         return body
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return body["message"]
+    if isinstance(body, dict) and isinstance(message := body.get("message"), str):
+        return message
     return json.dumps(body) if body is not None else ""
 
 
@@ -281,10 +281,8 @@ def from_response(status: int, raw: bytes) -> APIError:
     ):
         named = re.match(r"(?:Missing required field: )?([\w\[\].]+)(?: must be| URL is)?", message)
         return ValidationError(message, field=named.group(1) if named else None, body=body)
-    kind = _BY_STATUS.get(status)
-    if kind is None:
-        kind = ServerError if status >= 500 else APIError
-    error = kind(status, message, body=body)
+    default = ServerError if status >= 500 else APIError
+    error = _BY_STATUS.get(status, default)(status, message, body=body)
     if status >= 500:
         error.retryable = True
     return error

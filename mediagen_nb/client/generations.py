@@ -7,8 +7,10 @@ from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.core import START, Call, Core, Op, Paid, checked_id
+from mediagen_nb.client.checks import checked_id
+from mediagen_nb.client.core import Core, Paid
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
+from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
 
@@ -22,7 +24,7 @@ def merged(input: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[s
     A non-object ``input`` is passed on as it is: the operation refuses it (``input must be an object``).
     """
     if input is not None and not isinstance(input, Mapping):
-        return input  # type: ignore[return-value]
+        return input
     return {**(input or {}), **fields}
 
 

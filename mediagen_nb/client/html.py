@@ -4,6 +4,7 @@ The markup is plain tags with inline styles, so it renders alike in JupyterLab, 
 VS Code; media are lazy-loaded so a table of a thousand results stays light.
 """
 
+from collections.abc import Sequence
 from html import escape
 from urllib.parse import urlsplit
 
@@ -59,7 +60,7 @@ def badge(status: object) -> str:
     return f'<span style="color:{color};font-weight:bold">{escape(str(status))}</span>'
 
 
-def card(title: str, status: object, facts: list[tuple[str, object]], body: str = "") -> str:
+def card(title: str, status: object, facts: Sequence[tuple[str, object]], body: str = "") -> str:
     """A result card: a title line with the status, a line of facts, then the media."""
     shown = " · ".join(f"{escape(k)} {escape(str(v))}" for k, v in facts if v is not None)
     return (

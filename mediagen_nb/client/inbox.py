@@ -46,7 +46,9 @@ class WebhookInbox:
             payload = json.loads(body) if isinstance(body, (bytes, str)) else body
         except ValueError:  # anyone can POST to a webhook URL: a body that is not JSON names nothing
             payload = None
-        ident = notified_id(payload) if isinstance(payload, Mapping) else None
+        if not isinstance(payload, Mapping):
+            return self._maybe_async(None)
+        ident = notified_id(payload)
         with self._lock:
             known, finished = ident in self._expected, self._finished.get(ident or "")
         if not known or finished is not None:

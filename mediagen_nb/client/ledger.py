@@ -26,8 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mediagen_nb.client.config import Where, normalize_url
+from mediagen_nb.client.config import Where
 from mediagen_nb.client.errors import MediagenError
+from mediagen_nb.client.ledger_schema import (  # noqa: F401  (the kinds of start, named here)
+    ANALYSIS,
+    COLUMNS,
+    GENERATION,
+    JOB,
+    REPLICATION,
+    SCHEMA,
+    import_sweep_rows,
+)
 from mediagen_nb.protocol import states
 
 ENV_LEDGER = "MEDIAGEN_LEDGER"
@@ -37,7 +46,6 @@ LOCK_NOTICE = 1.0  # after this long, say that we are waiting and for what
 T = TypeVar("T")
 
 # Kinds of paid starts, and the paths they come from (``via``): the columns of ``usage``.
-GENERATION, ANALYSIS, REPLICATION, JOB = "generation", "analysis", "replication", "job"
 VIAS = ("call", "magic", "form", "sweep", "cli", "replication", "topic-to-video")
 STARTING = "starting"  # the ledger's own status: written before sending, no answer read yet
 _VIA: ContextVar[str] = ContextVar("mediagen_via", default="call")
@@ -65,41 +73,6 @@ def warn(message: str) -> None:
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS starts (
-    key TEXT NOT NULL,
-    instance TEXT NOT NULL,
-    service TEXT NOT NULL,
-    account TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    via TEXT NOT NULL,
-    model_id TEXT,
-    ask TEXT,
-    variation INTEGER NOT NULL DEFAULT 1,
-    input TEXT,
-    resource_id TEXT,
-    status TEXT NOT NULL,
-    credits INTEGER NOT NULL DEFAULT 0,
-    credits_known INTEGER NOT NULL DEFAULT 1,
-    urls TEXT NOT NULL DEFAULT '[]',
-    error TEXT,
-    elapsed_s REAL,
-    resource TEXT,
-    started_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    PRIMARY KEY (key, instance)
-);
-CREATE INDEX IF NOT EXISTS starts_by_key ON starts (key, service);
-CREATE INDEX IF NOT EXISTS starts_by_ask ON starts (ask, service);
-CREATE INDEX IF NOT EXISTS starts_by_resource ON starts (resource_id, instance);
-CREATE INDEX IF NOT EXISTS starts_by_month ON starts (service, started_at);
-"""
-_COLUMNS = (
-    "key, instance, service, account, kind, via, model_id, ask, variation, input, resource_id, status, "
-    "credits, credits_known, urls, error, elapsed_s, resource, started_at, updated_at"
-)
 
 
 class LedgerError(MediagenError):
@@ -185,8 +158,8 @@ class Ledger:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process crash
-            db.executescript(_SCHEMA)
-            _import_sweep_rows(db)
+            db.executescript(SCHEMA)
+            import_sweep_rows(db)
             db.execute("BEGIN IMMEDIATE")  # can we write? (a lock held elsewhere shows now, not mid-start)
             db.execute("COMMIT")
         except BaseException:
@@ -258,7 +231,7 @@ class Ledger:
         """Write a start before it is sent. A row already there (a re-run) keeps its id and status."""
         now = time.time()
         self._run(
-            f"INSERT INTO starts ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '[]', "
+            f"INSERT INTO starts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '[]', "
             "NULL, NULL, NULL, ?, ?) ON CONFLICT(key, instance) DO UPDATE SET updated_at=excluded.updated_at",
             (
                 key,
@@ -311,7 +284,7 @@ class Ledger:
         """Copy an earlier start to this instance and account, once this connection has read it fine."""
         now = time.time()
         self._run(
-            f"INSERT INTO starts ({_COLUMNS}) VALUES ({', '.join('?' * 20)}) "
+            f"INSERT INTO starts ({COLUMNS}) VALUES ({', '.join('?' * 20)}) "
             "ON CONFLICT(key, instance) DO UPDATE SET account=excluded.account, "
             "updated_at=excluded.updated_at",
             (
@@ -402,7 +375,7 @@ class Ledger:
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._run(
-                f"SELECT {_COLUMNS} FROM starts WHERE service=? AND key IN ({marks}) "
+                f"SELECT {COLUMNS} FROM starts WHERE service=? AND key IN ({marks}) "
                 "ORDER BY instance=? , started_at",
                 (where.service, *chunk, where.instance),
             )
@@ -413,7 +386,7 @@ class Ledger:
     def latest(self, ask: str, where: Where) -> Entry | None:
         """The newest variation of a single start's ask on this service."""
         rows = self._run(
-            f"SELECT {_COLUMNS} FROM starts WHERE service=? AND ask=? "
+            f"SELECT {COLUMNS} FROM starts WHERE service=? AND ask=? "
             "ORDER BY variation DESC, started_at DESC LIMIT 1",
             (where.service, ask),
         )
@@ -446,53 +419,6 @@ class Ledger:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-
-def _import_sweep_rows(db: sqlite3.Connection) -> None:
-    """Bring the rows of an older sweep ledger (table ``rows``) into ``starts`` once, losing no paid work."""
-    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "rows" not in tables:
-        return
-    old = db.execute(
-        "SELECT key, base_url, model_id, input, generation_id, status, credits, urls, error, elapsed_s, "
-        "started_at, updated_at FROM rows"
-    ).fetchall()
-    for (
-        key,
-        base_url,
-        model_id,
-        input,
-        gen_id,
-        status,
-        credits,
-        urls,
-        error,
-        elapsed,
-        started,
-        updated,
-    ) in old:
-        instance = normalize_url(base_url)
-        db.execute(
-            f"INSERT OR IGNORE INTO starts ({_COLUMNS}) VALUES "
-            "(?, ?, ?, '', ?, 'sweep', ?, NULL, 1, ?, ?, ?, ?, 1, ?, ?, ?, NULL, ?, ?)",
-            (
-                key,
-                instance,
-                instance,
-                GENERATION,
-                model_id,
-                input,
-                gen_id,
-                status,
-                credits,
-                urls,
-                error,
-                elapsed,
-                started,
-                updated,
-            ),
-        )
-    db.execute("ALTER TABLE rows RENAME TO rows_imported")
 
 
 _opened: dict[Path, Ledger] = {}

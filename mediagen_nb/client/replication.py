@@ -6,8 +6,10 @@ from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid, checked_id
+from mediagen_nb.client.checks import checked_id
+from mediagen_nb.client.core import POLL_SECONDS, Core, Paid
 from mediagen_nb.client.resources import Analysis, BlueprintBuild, ReplicationRun, wire_of
+from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, schema, states
 from mediagen_nb.protocol import replication as rules
@@ -83,7 +85,7 @@ class Replication(Core):
             ledgers.ANALYSIS, None, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
         )
         if found.entry is not None and found.entry.resource_id is not None:
-            earlier = yield from self._earlier(self.analysis, found.entry, book)
+            earlier: Analysis | None = yield from self._earlier(self.analysis, found.entry, book)
             if earlier is not None:
                 return replace(earlier, reused=True)
         price = spec_limits.ANALYSIS_CREDITS
@@ -101,7 +103,8 @@ class Replication(Core):
         data, hold = yield from self.paid(start, call, book)
         analysis = Analysis.from_api({"sourceUrl": url, **data})
         charged = analysis.credits_spent if analysis.credits_spent is not None else price
-        yield from self.answered(start, hold, book, analysis.id, analysis.status, charged, resource=data)
+        status = analysis.status or states.ANALYZING  # a start answered without one has just begun
+        yield from self.answered(start, hold, book, analysis.id, status, charged, resource=data)
         return analysis
 
     def analysis_of(self, url: str, *, ledger: "ledgers.Ledger | str | None" = None) -> Op[Analysis | None]:
@@ -220,9 +223,11 @@ class Replication(Core):
             ledgers.REPLICATION, model, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
         )
         if found.entry is not None and found.entry.resource_id is not None:
-            earlier = yield from self._earlier(self.replication_run, found.entry, book)
-            if earlier is not None:
-                return replace(earlier, reused=True)
+            previous: ReplicationRun | None = yield from self._earlier(
+                self.replication_run, found.entry, book
+            )
+            if previous is not None:
+                return replace(previous, reused=True)
         price = yield from self.replication_price((yield from self.analysis(str(analysis_id))), body)
         what = f"the replica of analysis {analysis_id} ({model})"
         start = Paid(ledgers.REPLICATION, what, found.key, model, asked, price, found.ask, found.variation)
@@ -240,7 +245,14 @@ class Replication(Core):
             {"analysisId": str(analysis_id), "status": states.GENERATING, "quality": quality, **data}
         )
         yield from self.answered(
-            start, hold, book, run.id, run.status, price or 0, credits_known=False, resource=wire_of(run)
+            start,
+            hold,
+            book,
+            run.id,
+            run.status or states.GENERATING,
+            price or 0,
+            credits_known=False,
+            resource=wire_of(run),
         )
         return run
 

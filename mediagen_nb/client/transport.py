@@ -70,7 +70,8 @@ def send(http: httpx.Client, request: httpx.Request, deadline: float) -> httpx.R
         raise DeadlineExceeded(f"no whole answer within {deadline:.0f} s", request=request)
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["response"]
+    response: httpx.Response = outcome["response"]
+    return response
 
 
 async def _read_async(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:

@@ -12,8 +12,10 @@ from dataclasses import dataclass, replace
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.core import POLL_SECONDS, START, Call, Core, Op, Paid, checked_id
+from mediagen_nb.client.checks import checked_id
+from mediagen_nb.client.core import POLL_SECONDS, Core, Paid
 from mediagen_nb.client.resources import ShortVideoJob, VideoOptions
+from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, states, wire
 

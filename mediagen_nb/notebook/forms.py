@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from html import escape
 from typing import Any, NamedTuple
 
@@ -183,7 +184,7 @@ class Form:
             layout=widgets.Layout(max_width="760px"),
         )
         for name, field in self.fields.items():
-            field.observe(lambda name=name: self._changed(name))
+            field.observe(partial(self._changed, name))
         self.run_button.on_click(self._clicked)
         self._refresh()
         self._schedule_price()

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from html import escape
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import urlsplit
 
 import ipywidgets as widgets
@@ -27,7 +27,7 @@ SLIDER_NUMBER_SPAN = 1000.0
 PREVIEW_WIDTH = 160
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -176,7 +176,8 @@ class SliderField(Field):
 
     @property
     def value(self) -> int | float:
-        return self.input.value
+        value: int | float = self.input.value
+        return value
 
     def set(self, value: Any) -> None:
         """Show ``value``; one out of range widens the slider rather than clamping, so validation flags it."""
@@ -383,7 +384,9 @@ def _is_long_text(prop: Prop) -> bool:
 
 def _is_slider(prop: Prop) -> bool:
     kind, low, high, default = prop.get("type"), prop.get("minimum"), prop.get("maximum"), prop.get("default")
-    if kind not in ("integer", "number") or not all(_is_number(v) for v in (low, high, default)):
+    if kind not in ("integer", "number") or not (
+        _is_number(low) and _is_number(high) and _is_number(default)
+    ):
         return False
     if not low < high or not low <= default <= high:
         return False

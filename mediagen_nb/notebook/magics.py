@@ -24,56 +24,18 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Int, Unicode, observe
 
-from mediagen_nb.notebook import parsing
+from mediagen_nb.notebook import options, parsing
 from mediagen_nb.notebook.live import Live, describe, is_rich, reused_note
+from mediagen_nb.notebook.options import (
+    GENERATE_FLAGS,
+    KINDS,
+    REEDIT_FLAGS,
+    REPLICATE_FLAGS,
+    SUBCOMMANDS,
+    VIDEO_FLAGS,
+)
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
-
-OUTPUT_FLAGS = {"-o": True, "--output": True}
-GENERATE_FLAGS = {
-    **OUTPUT_FLAGS,
-    "--estimate": False,
-    "--no-wait": False,
-    "--fresh": False,
-    "--no-raise": False,
-}
-REPLICATE_FLAGS = {
-    **OUTPUT_FLAGS,
-    "--model": True,
-    "--quality": True,
-    "--accuracy": True,
-    "--clips": True,
-    "--captions": False,
-    "--audio": True,
-    "--character": True,
-    "--marketing-aspect": True,
-    "--estimate": False,
-    "--analyze": False,
-    "--fresh": False,
-    "--no-raise": False,
-}
-VIDEO_FLAGS = {
-    **OUTPUT_FLAGS,
-    "--seconds": True,
-    "--gender": True,
-    "--look": True,
-    "--voice": True,
-    "--flow": True,
-    "--no-captions": False,
-    "--no-music": False,
-    "--estimate": False,
-    "--fresh": False,
-    "--no-raise": False,
-}
-SUBCOMMANDS = ("models", "model", "estimate", "key", "use", "usage", "budget", "history", "reedit", "help")
-KINDS = ("image", "video", "audio")
-# What follows each %mediagen subcommand, for tab completion (model ids are read from the catalog).
-SUBCOMMAND_WORDS = {
-    "models": ["--kind", *KINDS],
-    "use": ["sandbox", "service"],
-    "budget": ["off"],
-    "reedit": ["--flow", "--no-captions", "--no-music", "-o"],
-}
 
 
 class MagicError(UsageError):
@@ -253,7 +215,7 @@ class MediagenMagics(Magics):
             raise MagicError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
         client = SESSION.client
         model = _model(client, words[0])
-        namespace = self.shell.user_ns
+        namespace = self._user_ns
         options = parsing.parse_fields(
             words[1:], model.id, model.properties, GENERATE_FLAGS, namespace, pairs=cell is None
         )
@@ -284,6 +246,13 @@ class MediagenMagics(Magics):
 
         return _raise_unless(flags, _follow(self.shell, flags, model.id, steps, summary))
 
+    @property
+    def _user_ns(self) -> dict[str, Any]:
+        """The kernel's namespace (these magics are only ever registered on a shell)."""
+        assert self.shell is not None
+        namespace: dict[str, Any] = self.shell.user_ns
+        return namespace
+
     def _defaults(self, flags: dict[str, Any]) -> None:
         """The kernel's defaults (``%config MediagenMagics``) under the cell's own flags."""
         if not self.wait:
@@ -313,8 +282,8 @@ class MediagenMagics(Magics):
         words = parsing.split(line)
         if not words or words[0].startswith("-"):
             raise MagicError("usage: %replicate URL [--model ...] [--quality ...] [--clips 0,2,5] [-o NAME]")
-        url = str(parsing.interpolate_value(words[0], self.shell.user_ns))
-        flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self.shell.user_ns).flags
+        url = str(parsing.interpolate_value(words[0], self._user_ns))
+        flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self._user_ns).flags
         _output_name(flags)
         self._defaults(flags)
         body = run_body(  # every option checked here, before the analysis charges its 5 credits
@@ -428,9 +397,7 @@ class MediagenMagics(Magics):
         [--flow STYLE] [--no-captions] [--no-music] [--estimate] [--fresh] [-o NAME]   (body: the topic)"""
         from mediagen_nb.client.ledger import via
 
-        flags = parsing.parse_fields(
-            parsing.split(line), "make_video", {}, VIDEO_FLAGS, self.shell.user_ns
-        ).flags
+        flags = parsing.parse_fields(parsing.split(line), "make_video", {}, VIDEO_FLAGS, self._user_ns).flags
         _output_name(flags)
         seconds = flags.get("--seconds")
         try:
@@ -440,7 +407,7 @@ class MediagenMagics(Magics):
         client = SESSION.client
         if flags.get("--estimate"):
             return _store(self.shell, flags, client.video_estimate(seconds))
-        topic = parsing.interpolate(cell.strip(), self.shell.user_ns) or None
+        topic = parsing.interpolate(cell.strip(), self._user_ns) or None
 
         def steps(started: _Started) -> None:
             with via("topic-to-video"):
@@ -482,7 +449,7 @@ class MediagenMagics(Magics):
         return handler(rest)
 
     def _cmd_help(self, words: list[str]) -> None:
-        print(self.mediagen.__doc__)
+        print(MediagenMagics.mediagen.__doc__)
 
     def _cmd_models(self, words: list[str]) -> Any:
         kind, text = None, []
@@ -519,9 +486,7 @@ class MediagenMagics(Magics):
             raise MagicError("usage: %mediagen estimate MODEL field=value ...")
         client = SESSION.client
         model = _model(client, words[0])
-        options = parsing.parse_fields(
-            words[1:], model.id, model.properties, {}, self.shell.user_ns, pairs=True
-        )
+        options = parsing.parse_fields(words[1:], model.id, model.properties, {}, self._user_ns, pairs=True)
         return client.estimate(model.id, options.inputs)
 
     def _cmd_key(self, words: list[str]) -> None:
@@ -576,16 +541,16 @@ class MediagenMagics(Magics):
             raise MagicError(
                 "usage: %mediagen reedit JOB --flow STYLE [--no-captions] [--no-music] [-o NAME]"
             )
-        target = parsing.interpolate_value(words[0], self.shell.user_ns)
-        if isinstance(target, str) and target in self.shell.user_ns:
-            target = self.shell.user_ns[target]
+        target = parsing.interpolate_value(words[0], self._user_ns)
+        if isinstance(target, str) and target in self._user_ns:
+            target = self._user_ns[target]
         job_id = getattr(target, "id", target)
         flags = parsing.parse_fields(
             words[1:],
             "reedit",
             {},
-            {**OUTPUT_FLAGS, "--flow": True, "--no-captions": False, "--no-music": False},
-            self.shell.user_ns,
+            REEDIT_FLAGS,
+            self._user_ns,
         ).flags
         _output_name(flags)
         client = SESSION.client
@@ -642,53 +607,10 @@ def _video_summary(result: Any) -> tuple[str, bool]:
     return f"{describe(result)} · {_money(result)}", result.status == "done"
 
 
-def _complete(shell: Any, event: Any) -> list[str]:
-    """Tab completion: model ids after %%generate / %generate, then its ``--field`` names and flags."""
-    words = event.line.split()
-    typing_model = len(words) == 1 or (len(words) == 2 and not event.line.endswith(" "))
-    try:
-        client = SESSION.client
-        if typing_model:
-            return [m.id for m in client.models()]
-        model = client.model(words[1])
-    except Exception:  # completion must never raise into the shell
-        return []
-    if words[0].startswith("%%"):
-        return [f"--{name}" for name in model.properties] + list(GENERATE_FLAGS)
-    return [f"{name}=" for name in model.properties] + list(GENERATE_FLAGS)
-
-
-def _complete_mediagen(shell: Any, event: Any) -> list[str]:
-    """Tab completion of ``%mediagen``: its subcommands, then their words (model ids for model/estimate)."""
-    words = event.line.split()
-    if len(words) == 1 or (len(words) == 2 and not event.line.endswith(" ")):
-        return list(SUBCOMMANDS)
-    command = words[1]
-    if command in ("model", "estimate"):
-        try:
-            return [m.id for m in SESSION.client.models()]
-        except Exception:  # completion must never raise into the shell
-            return []
-    return SUBCOMMAND_WORDS.get(command, [])
-
-
-def _complete_options(options: dict[str, bool]) -> Any:
-    """Tab completion of a magic's options."""
-
-    def complete(shell: Any, event: Any) -> list[str]:
-        return list(options)
-
-    return complete
-
-
 def load(shell: Any) -> None:
     """Register the magics and their tab completion on ``shell``."""
     magics = MediagenMagics(shell=shell)
     shell.register_magics(magics)
     if magics not in shell.configurables:  # so %config MediagenMagics lists and sets its defaults
         shell.configurables.append(magics)
-    for magic in ("%%generate", "%generate"):
-        shell.set_hook("complete_command", _complete, str_key=magic)
-    shell.set_hook("complete_command", _complete_mediagen, str_key="%mediagen")
-    shell.set_hook("complete_command", _complete_options(REPLICATE_FLAGS), str_key="%replicate")
-    shell.set_hook("complete_command", _complete_options(VIDEO_FLAGS), str_key="%%make_video")
+    options.complete_on(shell)

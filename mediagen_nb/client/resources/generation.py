@@ -1,0 +1,202 @@
+"""The generation API's resources: a model of the catalog, its pricing, an estimate, a generation."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from html import escape
+from typing import Any
+
+from mediagen_nb.client import html
+from mediagen_nb.client.errors import GenerationFailed, GenerationTimedOut
+from mediagen_nb.client.resources.fields import (
+    ARRAY,
+    ESTIMATE_FIELDS,
+    GENERATION_FIELDS,
+    MODEL_FIELDS,
+    TEXT,
+    Shown,
+    expect,
+    parse,
+    short,
+)
+from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.schema import length_billed_field, media_kind
+
+
+@dataclass(frozen=True, repr=False)
+class Generation(Shown):
+    """One run of a catalog model. ``url`` is the main result; ``elapsed_s`` is measured by this client."""
+
+    id: str
+    model_id: str
+    status: str
+    output: Mapping[str, Any] | None = None
+    error: str | None = None
+    credits_spent: int = 0
+    created_at: str | None = None
+    media_duration_sec: float | None = None
+    still_running: bool | None = None
+    elapsed_s: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    reused: bool = False  # an earlier start of the same ask, returned at no charge
+
+    _headline = ("id", "model_id", "status", "credits_spent", "elapsed_s", "url", "error", "reused")
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any], *, elapsed_s: float | None = None) -> "Generation":
+        generation = parse(cls, data, GENERATION_FIELDS, elapsed_s=elapsed_s)
+        output = generation.output or {}
+        expect("Generation.output", "type", output.get("type"), TEXT)
+        expect("Generation.output", "urls", output.get("urls"), ARRAY)
+        for url in output.get("urls") or ():
+            expect("Generation.output", "urls[]", url, TEXT)
+        return replace(generation, credits_spent=generation.credits_spent or 0)
+
+    @property
+    def output_type(self) -> str | None:
+        return (self.output or {}).get("type")
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        return tuple((self.output or {}).get("urls") or ())
+
+    @property
+    def url(self) -> str | None:
+        """The main result (the first output URL), or None until success."""
+        return self.urls[0] if self.urls else None
+
+    @property
+    def done(self) -> bool:
+        """Ended: ``succeeded`` or ``failed`` (``queued`` counts as processing, as the spec says)."""
+        return self.status in ("succeeded", "failed")
+
+    @property
+    def timed_out(self) -> bool:
+        return self.status == "failed" and str(self.error or "").startswith(messages.GENERATION_TIMED_OUT)
+
+    def raise_for_status(self) -> "Generation":
+        """Return self when not failed; raise GenerationTimedOut or GenerationFailed otherwise."""
+        if self.status == "failed":
+            raise GenerationTimedOut(self) if self.timed_out else GenerationFailed(self)
+        return self
+
+    def _repr_html_(self) -> str:
+        facts: list[tuple[str, object]] = [
+            ("credits", self.credits_spent),
+            ("elapsed", f"{self.elapsed_s:.1f} s" if self.elapsed_s is not None else None),
+            ("media", f"{self.media_duration_sec:g} s" if self.media_duration_sec is not None else None),
+            ("id", self.id),
+        ]
+        body = "".join(html.media(u, self.output_type) for u in self.urls) + html.error_line(self.error)
+        if self.status not in ("succeeded", "failed"):
+            body += '<div style="color:#555">running…</div>'
+        return html.card(self.model_id, self.status, facts, body)
+
+
+@dataclass(frozen=True, repr=False)
+class Pricing:
+    """How a model's price depends on its input: ``type`` (billing method) and ``varies_by``."""
+
+    type: str | None
+    varies_by: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"Pricing(type={self.type!r}, varies_by={self.varies_by!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class Model(Shown):
+    """A catalog record. ``credits`` is the price of every run when ``pricing`` is None."""
+
+    id: str
+    name: str | None = None
+    description: str | None = None
+    output_type: str | None = None
+    group: str | None = None
+    credits: int | None = None
+    preview_url: str | None = None
+    links: Mapping[str, Any] | None = None
+    input_schema: Mapping[str, Any] = field(default_factory=dict)
+    pricing: Pricing | None = None
+    example: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    _headline = ("id", "output_type", "group", "credits", "pricing")
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> "Model":
+        model = parse(cls, data, MODEL_FIELDS)
+        raw = data.get("pricing")
+        pricing = None
+        if isinstance(raw, Mapping):
+            expect("Model.pricing", "varies_by", raw.get("varies_by"), ARRAY)
+            rest = {k: v for k, v in raw.items() if k not in ("type", "varies_by")}
+            pricing = Pricing(raw.get("type"), tuple(raw.get("varies_by") or ()), rest)
+        return replace(model, pricing=pricing, input_schema=model.input_schema or {})
+
+    @property
+    def properties(self) -> Mapping[str, Any]:
+        properties: Mapping[str, Any] = self.input_schema.get("properties", {})
+        return properties
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+    @property
+    def varies_by(self) -> tuple[str, ...]:
+        return self.pricing.varies_by if self.pricing else ()
+
+    @property
+    def length_billed_field(self) -> str | None:
+        """The audio/video input whose file length sets the price (``.mp3``/``.wav``/``.mp4`` only)."""
+        raw = {"varies_by": list(self.varies_by)} if self.pricing else None
+        return length_billed_field(self.input_schema, raw)
+
+    @property
+    def list_fields(self) -> tuple[str, ...]:
+        """Inputs that take a list of URLs (a single URL is sent as a one-item list)."""
+        return tuple(n for n, p in self.properties.items() if p.get("type") == "array" and media_kind(p))
+
+    def _repr_html_(self) -> str:
+        price = f"{self.credits} credits" + (" per run" if self.pricing is None else " (varies)")
+        facts: list[tuple[str, object]] = [
+            ("kind", self.output_type),
+            ("group", self.group),
+            ("price", price),
+        ]
+        if self.pricing:
+            facts.append(("varies by", ", ".join(self.varies_by)))
+        rows = "".join(
+            f"<tr><td><code>{escape(name)}</code>{' *' if name in self.required else ''}</td>"
+            f"<td>{escape(str(prop.get('type', '')))}</td>"
+            f"<td>{escape(short(prop.get('enum', prop.get('default', '')), 40))}</td>"
+            f"<td>{escape(str(prop.get('description', '')))}</td></tr>"
+            for name, prop in self.properties.items()
+        )
+        preview = html.media(self.preview_url, "image", width=240)
+        body = (
+            f"<div>{escape(self.description or '')}</div>{preview}"
+            f'<table style="font-size:12px"><tr><th>input</th><th>type</th><th>options / default</th>'
+            f"<th>description</th></tr>{rows}</table>"
+        )
+        return html.card(f"{self.name or self.id} ({self.id})", self.output_type or "", facts, body)
+
+
+@dataclass(frozen=True, repr=False)
+class Estimate(Shown):
+    """What a run with this input will charge; ``billing`` says how the model is billed."""
+
+    model_id: str
+    credits: int
+    billing: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    _headline = ("model_id", "credits", "billing")
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any]) -> "Estimate":
+        return parse(cls, data, ESTIMATE_FIELDS)
+
+    def _repr_html_(self) -> str:
+        return html.card(self.model_id, f"{self.credits} credits", [("billing", self.billing)])
