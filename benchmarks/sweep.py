@@ -202,8 +202,8 @@ def main() -> None:
         f"measured median {statistics.median(all_times):.2f} s), time x{scale:g}; times in simulated s"
     )
     print(
-        f"our limiter's window: {window * scale:.0f} s simulated ({window:.2f} s real, "
-        f"{window - spec_limits.WINDOW_SECONDS / scale:.2f} s of it margin)"
+        f"our limiter's window: {spec_limits.WINDOW_SECONDS / scale:.2f} s real plus a margin that follows "
+        f"the measured latency ({window - spec_limits.WINDOW_SECONDS / scale:.2f} s until it is measured)"
     )
     print(
         f"{'contender':<36} {'keys':>4} {'rows':>5} {'makespan':>9} {'real':>7} {'bound':>7} "

@@ -1,17 +1,25 @@
 """Shared fixtures: a fresh sandbox per test, reached over real HTTP (in-process ASGI or uvicorn)."""
 
+import os
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from mediagen_nb.client import connection
+from mediagen_nb.client import connection, limits_store
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client import spending as budgets
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
+
+# The limiters' shared windows go to a file of this test session (and its kernels and subprocesses),
+# not the user's cache: a test run never waits on, or for, the user's own work.
+os.environ[limits_store.ENV_LIMITS_URL] = str(
+    Path(tempfile.mkdtemp(prefix="mediagen-limits-")) / "limits.sqlite"
+)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from mediagen_nb.client.pacing import Limits
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
 ENV_KEY = "MEDIAGEN_API_KEY"
+ENV_ACCOUNT = "MEDIAGEN_ACCOUNT"  # names the account of the keys, for its shared start limit
 ENV_BASE_URL = "MEDIAGEN_BASE_URL"
 ENV_TIME_SCALE = "MEDIAGEN_TIME_SCALE"  # of the sandbox at MEDIAGEN_BASE_URL, or of the embedded one
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
@@ -170,5 +171,8 @@ def resolve(
         raise ConfigurationError("api_key: give at least one key")
     if limits is None:
         limits = Limits(time_scale=_time_scale(os.environ.get(ENV_TIME_SCALE)) or 1.0)
-    account = account or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
+    # Keys named as one account share its start limit in every process; else the keys given are one.
+    account = (
+        account or os.environ.get(ENV_ACCOUNT) or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
+    )
     return Settings(base_url.rstrip("/"), keys, account, limits, sandbox)

@@ -22,10 +22,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.client import errors, idempotency, pacing
+from mediagen_nb.client import errors, idempotency, limits_store, pacing
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import sendable
-from mediagen_nb.client.config import LOOPBACK_NAMES, Settings, Where
+from mediagen_nb.client.config import LOOPBACK_NAMES, Settings, Where, normalize_url
+from mediagen_nb.client.limits_store import Booking, Window, scope_of
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spending import Budget
@@ -85,13 +86,13 @@ class Core:
         self.retry = retry
         self.timeout = timeout
         lim = settings.limits
+        seconds, where = lim.real(lim.window), normalize_url(settings.base_url)
+        self._windows = limits_store.store(lim.url)
         self._keys = [
-            pacing.shared("key", settings.base_url, k.reveal(), lim.requests_per_key, lim.real_window)
-            for k in settings.keys
+            Window(scope_of("key", where, k.reveal()), lim.requests_per_key, seconds) for k in settings.keys
         ]
-        self._account = pacing.shared(
-            "account", settings.base_url, settings.account, lim.starts_per_account, lim.real_window
-        )
+        self._account = Window(scope_of("account", where, settings.account), lim.starts_per_account, seconds)
+        self.latency = pacing.Latency(lim)
         self._models: dict[str, Model] | None = None
         self._details: dict[str, Model] = {}
         self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> monotonic start
@@ -131,21 +132,30 @@ class Core:
     def _real(self, service_seconds: float) -> float:
         return self.settings.limits.real(service_seconds)
 
-    def _reserve(self, call: Call) -> tuple[Call, float]:
-        """Pick the key with budget first (with the account's start budget for starts) and book it."""
+    def _reserve(self, call: Call) -> Op[tuple[Call, float]]:
+        """Book the key with budget first (with the account's start budget for starts); wait for its slot.
+
+        Returns the call with its key and the wall-clock time of its slot. The booking runs off the
+        event loop (a Record step): the shared store may be a file another process holds, or Redis.
+        """
         if call.kind == CATALOG:
-            return call, 0.0
+            return call, time.time()
         choices = [[key] + ([self._account] if call.kind == START else []) for key in self._keys]
-        index, delay = pacing.reserve(choices)
-        return Call(**{**call.__dict__, "key": self.settings.keys[index]}), delay
+        while True:
+            booking: Booking = yield Record(partial(self._windows.reserve, choices, self.latency.margin()))
+            slot = time.time() + booking.delay
+            if booking.delay > 0:
+                yield Pause(booking.delay)
+            if booking.index is not None:
+                return Call(**{**call.__dict__, "key": self.settings.keys[booking.index]}), slot
 
     def _penalize(self, call: Call, error: errors.RateLimitError) -> None:
-        """An unexpected 429: that key (or the account) sends nothing for a window."""
+        """An unexpected 429: that key (or the account) sends nothing for a window, in every process."""
         window = self.settings.limits.real_window
         if error.scope == "account":
-            self._account.pause(window)
+            self._windows.pause(self._account, window)
         elif call.key is not None:
-            self._keys[self.settings.keys.index(call.key)].pause(window)
+            self._windows.pause(self._keys[self.settings.keys.index(call.key)], window)
 
     def send(self, call: Call) -> Op[Any]:
         """Send ``call`` under the limiters and the retry policy; return ``data`` (or the raw body)."""
@@ -153,9 +163,7 @@ class Core:
             call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
         attempt, refused, silent = 0, 0, 0
         while True:
-            call, delay = self._reserve(call)
-            if delay > 0:
-                yield Pause(delay)
+            call, slot = yield from self._reserve(call)
             error: errors.MediagenError
             try:
                 response: httpx.Response = yield call
@@ -181,6 +189,8 @@ class Core:
                 else:
                     error = errors.ConnectionFailed(f"{what}: {exc or type(exc).__name__}")
             else:
+                if call.kind != CATALOG and not call.hold:  # a long poll's time is the service's
+                    self.latency.record(time.time() - slot)  # how late it went, plus its round trip
                 if response.is_success:
                     try:
                         return _decode(call, response)

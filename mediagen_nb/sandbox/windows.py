@@ -13,6 +13,8 @@ class RollingWindow:
         self.limit = limit
         self.window = window
         self._events: dict[str, deque[float]] = {}
+        self.refused = 0  # events refused because the window was full (each one a 429)
+        self.accepted = 0
 
     def _live(self, scope: str) -> deque[float]:
         events = self._events.setdefault(scope, deque())
@@ -25,9 +27,11 @@ class RollingWindow:
         """Record an event and return its token, or None when the window is full."""
         events = self._live(scope)
         if len(events) >= self.limit:
+            self.refused += 1
             return None
         stamp = self.clock.now()
         events.append(stamp)
+        self.accepted += 1
         return stamp
 
     def release(self, scope: str, token: float) -> None:

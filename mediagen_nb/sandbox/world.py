@@ -129,6 +129,9 @@ class World:
                 "ledgerEntries": len(self.accounts.ledger),
                 "webhooks": len(self.outbox.sent),
                 "uploads": len(self.uploads.stored()),
+                "requests": self.requests.accepted + self.requests.refused,  # with a key, 429s included
+                "requestsOverLimit": self.requests.refused,  # 429s of the per-key request limit
+                "startsOverLimit": self.starts.refused,  # 429s of the per-account start limit
             },
             "faults": self.faults.describe(),
         }

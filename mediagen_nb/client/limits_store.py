@@ -1,0 +1,299 @@
+"""Where the rolling windows of keys and accounts live, so every process that uses them shares them.
+
+Three stores behind one ``reserve``/``pause`` interface, chosen by ``MEDIAGEN_LIMITS_URL`` (or
+``limits_url=``):
+
+- default: a small SQLite file in the user's cache folder (WAL, one short ``BEGIN IMMEDIATE``
+  transaction per reservation), shared by every process of the user on this machine;
+- ``redis://host:6379/0``: one Lua script per reservation, atomic across every process of every
+  machine, on Redis's own clock; a lost connection falls back to this machine's file (one warning)
+  and Redis is tried again a few seconds later, never no limits;
+- ``memory``: this process only (the behaviour before limits were shared).
+
+Why not a library: ``limits`` and ``pyrate-limiter`` offer SQLite and Redis buckets, but both
+answer "may I go now?" (a try-acquire, or a sleep-and-retry loop) over a moving window or a leaky
+bucket; the spec's limits need a *reserved* slot in an even stream (at least window/limit apart, and
+never ``limit`` in a window), booked atomically with the account's start limiter in one step, across
+a pool of keys. That is one query and one insert here, in each store.
+
+A reservation is a timestamp. It is booked only when its slot is at most ``HORIZON`` windows ahead,
+so a process that dies holds no slot further ahead than that, and its stamps leave the window by
+themselves one window later; a process with many rows waiting cannot book the whole future either,
+so processes sharing a key take turns (fair shares).
+"""
+
+import hashlib
+import os
+import sqlite3
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"
+HORIZON = 1.0  # windows ahead a slot may be booked; further slots are asked for again later
+REDIS_RETRY = 5.0  # seconds on local limits after Redis was lost, before it is tried again
+BUSY_TIMEOUT = 10.0  # seconds SQLite waits for another process's (sub-millisecond) reservation
+
+
+@dataclass(frozen=True)
+class Window:
+    """One rolling window: ``limit`` events in ``seconds`` real seconds, for one key or account."""
+
+    scope: str  # a hash naming the key or account and the service; never the key itself
+    limit: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Booking:
+    """The answer to a reservation: the choice booked (None: nothing booked yet) and seconds to wait."""
+
+    index: int | None
+    delay: float
+
+
+def scope_of(kind: str, base_url: str, identity: str) -> str:
+    """The name under which a key's or an account's window is kept (a hash: the key never leaves)."""
+    return hashlib.sha256(f"{kind}\0{base_url}\0{identity}".encode()).hexdigest()[:24]
+
+
+def slot_after(now: float, paused: float, recent: list[float], window: Window, margin: float) -> float:
+    """The first time an event may go, given the window's most recent stamps (newest first)."""
+    span = window.seconds + margin
+    slot = max(now, paused)
+    if recent:
+        slot = max(slot, recent[0] + span / window.limit)
+    if len(recent) >= window.limit:
+        slot = max(slot, recent[window.limit - 1] + span)
+    return slot
+
+
+class Store(Protocol):
+    """Where windows are kept."""
+
+    where: str
+
+    def reserve(self, choices: list[list[Window]], margin: float) -> Booking: ...
+
+    def pause(self, window: Window, seconds: float) -> None: ...
+
+
+class SQLiteStore:
+    """Windows in one SQLite file, shared by the processes that open it (or ``:memory:``, by one)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.where = str(path)
+        if self.where != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=OFF")  # a lost stamp after a power cut costs nothing
+            self._db.executescript(
+                "CREATE TABLE IF NOT EXISTS stamps (scope TEXT NOT NULL, at REAL NOT NULL);"
+                "CREATE INDEX IF NOT EXISTS stamps_by_scope ON stamps (scope, at);"
+                "CREATE TABLE IF NOT EXISTS pauses (scope TEXT PRIMARY KEY, until REAL NOT NULL);"
+            )
+
+    def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                now = time.time()
+                slots = [max(self._slot(w, now, margin) for w in choice) for choice in choices]
+                best = min(range(len(choices)), key=slots.__getitem__)
+                horizon = now + HORIZON * min(w.seconds for w in choices[best])
+                if slots[best] > horizon:
+                    self._db.execute("COMMIT")
+                    return Booking(None, slots[best] - horizon)
+                for w in choices[best]:
+                    self._db.execute("INSERT INTO stamps VALUES (?, ?)", (w.scope, slots[best]))
+                    old = now - 2 * (w.seconds + margin)
+                    self._db.execute("DELETE FROM stamps WHERE scope = ? AND at < ?", (w.scope, old))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return Booking(best, max(0.0, slots[best] - now))
+
+    def _slot(self, window: Window, now: float, margin: float) -> float:
+        recent = [
+            at
+            for (at,) in self._db.execute(
+                "SELECT at FROM stamps WHERE scope = ? ORDER BY at DESC LIMIT ?", (window.scope, window.limit)
+            )
+        ]
+        paused = self._db.execute("SELECT until FROM pauses WHERE scope = ?", (window.scope,)).fetchone()
+        return slot_after(now, paused[0] if paused else 0.0, recent, window, margin)
+
+    def pause(self, window: Window, seconds: float) -> None:
+        until = time.time() + seconds
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO pauses VALUES (?, ?) ON CONFLICT(scope) DO UPDATE SET until = max(until, ?)",
+                (window.scope, until, until),
+            )
+
+
+# KEYS: per window, its stamps (a sorted set) and its pause. ARGV: margin, the number of choices,
+# then per choice the number of its windows and, per window, its KEYS index, limit and seconds.
+# Redis's own clock (TIME) is the one clock of every machine.
+_RESERVE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+local margin = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local pos = 3
+local best, best_slot, best_windows, best_span = nil, nil, nil, nil
+for c = 1, n do
+  local m = tonumber(ARGV[pos]); pos = pos + 1
+  local slot, windows, shortest = now, {}, nil
+  for j = 1, m do
+    local k, limit, seconds = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2])
+    pos = pos + 3
+    local span = seconds + margin
+    local s = math.max(now, tonumber(redis.call('GET', KEYS[2 * k]) or '0'))
+    local recent = redis.call('ZREVRANGE', KEYS[2 * k - 1], 0, limit - 1, 'WITHSCORES')
+    local count = #recent / 2
+    if count > 0 then s = math.max(s, tonumber(recent[2]) + span / limit) end
+    if count >= limit then s = math.max(s, tonumber(recent[2 * limit]) + span) end
+    slot = math.max(slot, s)
+    windows[#windows + 1] = {KEYS[2 * k - 1], span}
+    if shortest == nil or seconds < shortest then shortest = seconds end
+  end
+  if best_slot == nil or slot < best_slot then
+    best, best_slot, best_windows, best_span = c, slot, windows, shortest
+  end
+end
+local horizon = now + tonumber(ARGV[#ARGV]) * best_span
+if best_slot > horizon then return {-1, tostring(best_slot - horizon)} end
+for _, w in ipairs(best_windows) do
+  local id = redis.call('INCR', w[1] .. ':n')
+  redis.call('ZADD', w[1], best_slot, tostring(best_slot) .. ':' .. id)
+  redis.call('ZREMRANGEBYSCORE', w[1], '-inf', now - 2 * w[2])
+  redis.call('PEXPIRE', w[1], math.ceil((best_slot - now + 2 * w[2]) * 1000))
+  redis.call('PEXPIRE', w[1] .. ':n', math.ceil((best_slot - now + 2 * w[2]) * 1000))
+end
+return {best - 1, tostring(math.max(0, best_slot - now))}
+"""
+
+_PAUSE = """
+local t = redis.call('TIME')
+local until = tonumber(t[1]) + tonumber(t[2]) / 1e6 + tonumber(ARGV[1])
+local old = tonumber(redis.call('GET', KEYS[1]) or '0')
+if until > old then
+  redis.call('SET', KEYS[1], tostring(until), 'PX', math.ceil(tonumber(ARGV[1]) * 1000) + 1000)
+end
+return 1
+"""
+
+
+class RedisStore:
+    """Windows in Redis, shared by every machine; this machine's file while Redis cannot be reached."""
+
+    def __init__(self, url: str, fallback: Store) -> None:
+        import redis
+
+        self.where = _without_password(url)
+        self._errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+        self._redis = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+        self._reserve = self._redis.register_script(_RESERVE)
+        self._pause = self._redis.register_script(_PAUSE)
+        self._fallback = fallback
+        self._down_until = 0.0
+        self._warned = False
+
+    def _up(self) -> bool:
+        return time.monotonic() >= self._down_until
+
+    def _lost(self, exc: BaseException) -> None:
+        self._down_until = time.monotonic() + REDIS_RETRY
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"mediagen_nb: lost the shared limits at {self.where} ({type(exc).__name__}); pacing on "
+                f"this machine's limits ({self._fallback.where}) until it is back",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
+        if self._up():
+            windows = list(dict.fromkeys(w for choice in choices for w in choice))
+            keys = [name for w in windows for name in (f"mediagen:w:{w.scope}", f"mediagen:p:{w.scope}")]
+            args: list[Any] = [margin, len(choices)]
+            for choice in choices:
+                args.append(len(choice))
+                for w in choice:
+                    args += [windows.index(w) + 1, w.limit, w.seconds]
+            args.append(HORIZON)
+            try:
+                index, delay = self._reserve(keys=keys, args=args)
+            except self._errors as exc:
+                self._lost(exc)
+            else:
+                booked = int(index)
+                return Booking(booked if booked >= 0 else None, float(delay))
+        return self._fallback.reserve(choices, margin)
+
+    def pause(self, window: Window, seconds: float) -> None:
+        self._fallback.pause(window, seconds)  # also here: a pause must outlive a lost connection
+        if self._up():
+            try:
+                self._pause(keys=[f"mediagen:p:{window.scope}"], args=[seconds])
+            except self._errors as exc:
+                self._lost(exc)
+
+
+def _without_password(url: str) -> str:
+    """``url`` safe to print: any password replaced."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def default_path() -> Path:
+    """The machine-wide state file: in the user's cache folder."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("mediagen_nb")) / "limits.sqlite"
+
+
+_stores: dict[str, Store] = {}
+_stores_lock = threading.RLock()  # opening a Redis store opens its fallback under it
+
+
+def store(url: str | None = None) -> Store:
+    """The store at ``url`` (default: ``MEDIAGEN_LIMITS_URL``, else the machine's file), one per process."""
+    wanted = url if url is not None else os.environ.get(ENV_LIMITS_URL, "")
+    with _stores_lock:
+        if wanted not in _stores:
+            _stores[wanted] = _open(wanted)
+        return _stores[wanted]
+
+
+def _open(url: str) -> Store:
+    if url == "memory":
+        return SQLiteStore(":memory:")
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStore(url, store(""))
+    path = Path(url.removeprefix("sqlite://")).expanduser() if url else default_path()
+    try:
+        return SQLiteStore(path)
+    except (OSError, sqlite3.Error) as exc:
+        warnings.warn(
+            f"mediagen_nb: cannot keep the shared limits in {path} ({exc}); this process paces alone "
+            f"(set {ENV_LIMITS_URL} to a writable file)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return SQLiteStore(":memory:")

@@ -1,0 +1,316 @@
+"""The account's limits shared by every process: a machine's file, Redis across machines, dead processes.
+
+Workers are real processes on loopback against one served sandbox at time x60 (a window is 1 s);
+the sandbox is the referee: ``/_sandbox/info`` counts every request and start it refused for a
+full window (each one a 429).
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pandas as pd
+import pytest
+
+import mediagen_nb  # noqa: F401  (registers df.mediagen)
+from mediagen_nb.client import AsyncClient, Limits, limits_store, pacing
+from mediagen_nb.client.config import normalize_url
+from mediagen_nb.client.limits_store import SQLiteStore, Window, scope_of
+from mediagen_nb.protocol.paths import path
+from mediagen_nb.sandbox import Sandbox, SandboxConfig
+
+SCALE = 60.0  # a 60-second window is 1 s real
+MODEL = "flare-1-swift"  # flat price, a few seconds a run
+PER_WORKER = 90  # requests each worker sends: two workers need three windows of one key
+
+# A worker: sends N estimates (one request each, on the per-key limit) or N starts, then says done.
+WORKER = """
+import sys
+import mediagen_nb as mg
+client = mg.Client()
+what, n, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+for i in range(n):
+    if what == "estimate":
+        client.estimate("gpt-image-2", prompt=f"{tag} {i}", quality="low")
+    else:
+        client.run("flare-1-swift", {"prompt": f"{tag} {i}"})
+print("done", flush=True)
+"""
+
+
+@pytest.fixture
+def service() -> Iterator[Sandbox]:
+    with Sandbox(SandboxConfig(time_scale=SCALE, seed=3)) as sandbox:
+        control(sandbox, "sandbox_account", {"balance": 1_000_000})
+        yield sandbox
+
+
+def control(sandbox: Sandbox, name: str, body: dict[str, Any] | None = None) -> Any:
+    url = f"{sandbox.base_url}{path(name)}"
+    with httpx.Client(timeout=30) as http:
+        response = http.post(url, json=body) if body is not None else http.get(url)
+    assert response.is_success, response.text
+    return response.json()["data"]
+
+
+def over_limit(sandbox: Sandbox) -> tuple[int, int]:
+    """429s the sandbox gave so far: (requests over a key's limit, starts over the account's)."""
+    counts = control(sandbox, "sandbox_info")["counts"]
+    return counts["requestsOverLimit"], counts["startsOverLimit"]
+
+
+def workers(
+    sandbox: Sandbox, keys: list[str], what: str, n: int, limits_url: str, account: str | None = None
+) -> list[subprocess.Popen[str]]:
+    """Start one worker per key (a key may repeat), all sharing the windows at ``limits_url``."""
+    started = []
+    for index, key in enumerate(keys):
+        env = {
+            **os.environ,
+            "MEDIAGEN_API_KEY": key,
+            "MEDIAGEN_BASE_URL": str(sandbox.base_url),
+            "MEDIAGEN_TIME_SCALE": str(SCALE),
+            limits_store.ENV_LIMITS_URL: limits_url,
+            "MEDIAGEN_LEDGER": str(Path(tempfile.mkdtemp(prefix="mediagen-ledger-")) / "ledger.sqlite"),
+        }
+        env.pop("MEDIAGEN_ACCOUNT", None)
+        if account is not None:
+            env["MEDIAGEN_ACCOUNT"] = account
+        started.append(
+            subprocess.Popen(
+                [sys.executable, "-c", WORKER, what, str(n), f"worker {index} {time.time()}"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+    return started
+
+
+def finish(started: list[subprocess.Popen[str]], timeout: float = 120) -> list[str]:
+    outs = []
+    for process in started:
+        out, err = process.communicate(timeout=timeout)
+        assert process.returncode == 0, err[-2000:]
+        outs.append(out + err)
+    return outs
+
+
+def new_key(sandbox: Sandbox, name: str) -> str:
+    return str(control(sandbox, "sandbox_keys", {"name": name, "account": "demo"})["key"])
+
+
+def test_two_processes_on_one_key_share_its_window(service: Sandbox, tmp_path: Path) -> None:
+    finish(workers(service, [service.demo_key] * 2, "estimate", PER_WORKER, str(tmp_path / "limits.sqlite")))
+    assert over_limit(service) == (0, 0)
+
+
+def test_without_sharing_the_same_two_processes_meet_429s(service: Sandbox) -> None:
+    """The control: with each process pacing alone (``memory``), the sandbox refuses requests."""
+    finish(workers(service, [service.demo_key] * 2, "estimate", PER_WORKER, "memory"))
+    assert over_limit(service)[0] > 0
+
+
+def test_two_keys_of_one_account_share_its_start_limit(service: Sandbox, tmp_path: Path) -> None:
+    keys = [new_key(service, "one"), new_key(service, "two")]
+    shared = str(tmp_path / "limits.sqlite")
+    finish(workers(service, keys, "start", 45, shared, account="demo-team"))  # 90 starts: 1.5 windows
+    assert over_limit(service) == (0, 0)
+    finish(workers(service, keys, "start", 45, shared))  # no account named: each key is its own
+    assert over_limit(service)[1] > 0
+
+
+def test_a_killed_process_frees_its_share_within_a_window(service: Sandbox, tmp_path: Path) -> None:
+    shared = str(tmp_path / "limits.sqlite")
+    [hog] = workers(service, [service.demo_key], "estimate", 10_000, shared)
+    store = SQLiteStore(shared)
+    window = Window(scope_of("key", "probe", "k"), 60, 1.0)
+    try:
+        time.sleep(3)  # the hog books slots as fast as the window allows
+    finally:
+        hog.send_signal(signal.SIGKILL)
+        hog.wait(10)
+    key_window = Window(scope_of("key", normalize_url(str(service.base_url)), service.demo_key), 60, 1.0)
+    booking = store.reserve([[key_window]], margin=0.0)
+    ahead = booking.delay  # what the dead process still holds: no more than the booking horizon
+    assert ahead <= limits_store.HORIZON * 1.0 + 0.05
+    time.sleep(1.0 + limits_store.HORIZON)  # one window (and the horizon) later: all of it is free
+    delays = [store.reserve([[key_window]], margin=0.0).delay for _ in range(30)]
+    assert max(delays) <= 30 * (1.0 / 60) + 0.05  # an even stream again, never the dead one's slots
+    assert store.reserve([[window]], margin=0.0).delay == 0.0  # other windows were never touched
+
+
+def test_a_429_seen_by_one_process_pauses_the_key_for_all(tmp_path: Path) -> None:
+    first, second = SQLiteStore(tmp_path / "limits.sqlite"), SQLiteStore(tmp_path / "limits.sqlite")
+    window = Window(scope_of("key", "http://service", "k"), 60, 1.0)
+    first.pause(window, 0.5)
+    waited = 0.0
+    while (booking := second.reserve([[window]], margin=0.0)).index is None:  # as the client waits
+        time.sleep(booking.delay)
+        waited += booking.delay
+    assert waited + booking.delay >= 0.49  # its slot is after the pause the other process set
+
+
+def test_sweeps_on_two_machines_with_two_ledgers_charge_each_row_once(
+    service: Sandbox, tmp_path: Path
+) -> None:
+    """Each machine keeps its own ledger; the Idempotency-Keys derive from what is asked, so the
+    second machine's sweep of the same rows (same run name) finds the first one's generations."""
+    rows = pd.DataFrame({"prompt": [f"a lighthouse, take {i}" for i in range(6)]})
+    outs = []
+    for machine in ("a", "b"):
+        client = AsyncClient(
+            service.demo_key,
+            base_url=service.base_url,
+            ledger=str(tmp_path / f"{machine}.sqlite"),
+            limits=Limits(time_scale=SCALE),
+        )
+        outs.append(rows.mediagen.run(MODEL, client=client, run_name="team-sweep", progress=False))
+    assert list(outs[0]["generation_id"]) == list(outs[1]["generation_id"])
+    entries = control(service, "sandbox_ledger")["entries"]
+    charges = [e["resourceId"] for e in entries if e["kind"] == "charge"]
+    assert sorted(charges) == sorted(outs[0]["generation_id"])  # one charge per row, all from machine a
+
+
+# -- Redis, across machines ----------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed (.ci/run installs it with apt-get)")
+    process = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return process
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("redis-server did not start")
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    pytest.importorskip("redis", reason="the redis extra is not installed")
+    port = _free_port()
+    process = _start_redis(port, tmp_path)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def test_two_processes_through_redis_share_one_window(service: Sandbox, redis_url: str) -> None:
+    finish(workers(service, [service.demo_key] * 2, "estimate", PER_WORKER, redis_url))
+    assert over_limit(service) == (0, 0)
+
+
+def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
+    service: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("redis", reason="the redis extra is not installed")
+    port = _free_port()
+    redis_server = _start_redis(port, tmp_path)
+    url = f"redis://127.0.0.1:{port}/0"
+    monkeypatch.setenv(limits_store.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
+    started = workers(service, [service.demo_key] * 2, "estimate", 150, url)
+    try:
+        time.sleep(1.5)
+        redis_server.kill()  # Redis goes away mid-sweep, and comes back empty
+        redis_server.wait(10)
+        time.sleep(0.5)
+        redis_server = _start_redis(port, tmp_path)
+        outs = finish(started)
+    finally:
+        redis_server.kill()
+        redis_server.wait(10)
+    assert over_limit(service)[0] <= 60  # at most one window's worth
+    assert any("lost the shared limits" in out for out in outs)  # said once per process
+
+
+def test_a_lost_redis_falls_back_to_local_limits_with_one_warning(tmp_path: Path) -> None:
+    pytest.importorskip("redis", reason="the redis extra is not installed")
+    fallback = SQLiteStore(tmp_path / "machine.sqlite")
+    store = limits_store.RedisStore(f"redis://:secret@127.0.0.1:{_free_port()}/0", fallback)
+    window = Window(scope_of("key", "http://service", "k"), 2, 1.0)
+    with pytest.warns(RuntimeWarning, match="lost the shared limits") as caught:
+        bookings = [store.reserve([[window]], margin=0.0) for _ in range(3)]
+    assert len(caught) == 1 and "secret" not in str(caught[0].message)
+    delays = [b.delay for b in bookings]  # still paced, by this machine's file: 2 a window, evenly
+    assert delays[0] == 0.0 and 0.45 < delays[1] <= 0.5 and 0.95 < delays[2] <= 1.0
+
+
+# -- a loaded machine ----------------------------------------------------------------------------
+
+BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end:\n    pass\n"
+
+
+def test_a_300_row_sweep_beside_two_busy_processes_meets_no_429s(tmp_path: Path) -> None:
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(2)]
+    try:
+        with Sandbox(SandboxConfig(time_scale=600.0, seed=4)) as sandbox:
+            control(sandbox, "sandbox_account", {"balance": 1_000_000})
+            client = AsyncClient(
+                sandbox.demo_key,
+                base_url=sandbox.base_url,
+                ledger=str(tmp_path / "l.sqlite"),
+                limits=Limits(time_scale=600.0),
+            )
+            rows = pd.DataFrame({"prompt": [f"a busy machine, take {i}" for i in range(300)]})
+            out = rows.mediagen.run(MODEL, client=client, progress=False)
+            assert (out["status"] == "succeeded").all()
+            assert over_limit(sandbox) == (0, 0)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait(10)
+
+
+def test_the_margin_follows_the_measured_latency() -> None:
+    latency = pacing.Latency(Limits(time_scale=SCALE))
+    assert latency.margin() == Limits(time_scale=SCALE).default_margin == 0.1  # nothing measured yet
+    for _ in range(64):
+        latency.record(0.003)  # an idle machine: a few ms late and back
+    assert latency.margin() == pacing.ADAPTIVE_FLOOR  # 20 ms, not 100: more throughput
+    for _ in range(64):
+        latency.record(0.15)  # a loaded one
+    assert latency.margin() == pytest.approx(0.3)  # twice the 95th percentile
+    for _ in range(64):
+        latency.record(5.0)
+    assert latency.margin() == pacing.ADAPTIVE_CAP
+    assert pacing.Latency(Limits(margin=0.05)).margin() == 0.05  # a margin given is kept
