@@ -52,16 +52,27 @@ class MediagenAccessor:
 
         return runner.submit(self._df, model, columns, **options)
 
-    def preview(self, columns: Sequence[str] | None = None, *, limit: int = 200, width: int = 240) -> Gallery:
-        """The frame as HTML with its output URLs shown as images, players and audio controls."""
+    def preview(self, columns: Sequence[str] | None = None, **options: Any) -> Gallery:
+        """The frame's outputs as a grid of cards (images, players), each captioned with what varied, its
+        credits and status; ``rows=``/``cols=`` a facet grid, ``page=``/``per_page=`` pages, ``media=``
+        the URL column, ``width=`` the card size."""
         from mediagen_nb.batch.gallery import Gallery
 
-        return Gallery(self._df, columns, limit=limit, width=width)
+        return Gallery(self._df, columns, **options)
 
     def download(
-        self, folder: str | Path, column: str = "output_url", *, progress: bool = True
+        self,
+        folder: str | Path,
+        column: str = "output_url",
+        *,
+        name: str | None = None,
+        sidecars: bool = True,
+        progress: bool = True,
     ) -> pd.DataFrame:
-        """Save every output to ``folder``; returns a copy with a ``local_path`` column."""
+        """Save every output to ``folder``, each with a JSON sidecar of what made it.
+
+        ``name="{subject}-{quality}-{row}"`` names files from columns. Returns a copy with
+        ``local_path`` and ``download_error`` (one failed URL never stops the others)."""
         from mediagen_nb.batch.download import download
 
-        return download(self._df, folder, column, progress=progress)
+        return download(self._df, folder, column, name=name, sidecars=sidecars, progress=progress)

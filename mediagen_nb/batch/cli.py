@@ -11,6 +11,7 @@ Every output is checked writable before anything is spent; no user error ever pr
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import warnings
 from collections import defaultdict
@@ -247,6 +248,16 @@ def sweep(args: argparse.Namespace) -> int:
         return INCOMPLETE
 
 
+def _served_here(result: pd.DataFrame) -> bool:
+    """Whether outputs come from a server on this machine (the embedded sandbox), not the service."""
+    from urllib.parse import urlsplit
+
+    from mediagen_nb.client.config import LOOPBACK_NAMES
+
+    urls = [u for u in result.get("output_url", []) if isinstance(u, str)]
+    return any(urlsplit(u).hostname in LOOPBACK_NAMES for u in urls)
+
+
 def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:
     """Downloads, the results table and the gallery; then the exit code, with the reasons printed."""
     if args.download:
@@ -255,16 +266,19 @@ def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:
         write_table(result, args.out)
         print(f"results: {args.out}")
     if args.gallery:
+        saved = result if args.download else None
+        if saved is None and _served_here(result):  # gone when this command exits: keep copies
+            saved = download(result, args.gallery.parent / f"{args.gallery.stem}_files", progress=False)
         shown = result
-        if args.download:
+        if saved is not None:
             base = args.gallery.parent.resolve()
             local: list[Any] = [
-                Path(p).resolve().relative_to(base).as_posix() if isinstance(p, str) else None
-                for p in result["local_path"]
+                os.path.relpath(Path(p).resolve(), base).replace(os.sep, "/") if isinstance(p, str) else None
+                for p in saved["local_path"]
             ]
             shown = result.assign(output_url=local)
         args.gallery.write_text(
-            Gallery(shown, limit=len(shown)).to_html_page(f"{args.model}: {args.table.name}")
+            Gallery(shown, per_page=max(1, len(shown))).to_html_page(f"{args.model}: {args.table.name}")
         )
         print(f"gallery: {args.gallery}")
     problems = causes(result)

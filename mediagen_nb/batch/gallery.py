@@ -1,4 +1,11 @@
-"""An HTML view of a result frame with its media inline: escaped, lazy-loaded, never executed."""
+"""An HTML view of a result frame: a grid of cards (or a facet grid), escaped, lazy-loaded, paged.
+
+Each card is one row's media with a caption of what varied between the rows (the inputs that are not
+the same everywhere), its credits and status. Past ``per_page`` rows the view is paged
+(``preview(page=2)``); ``rows=``/``cols=`` lay the cards out as a facet grid, one row per value of
+a column and one column per value of another. Everything is escaped and nothing is executed; media
+load lazily, so a page of hundreds of images scrolls smoothly.
+"""
 
 from collections.abc import Sequence
 from html import escape
@@ -22,8 +29,21 @@ MEDIA_KINDS = {
     ".mp3": "audio",
     ".ogg": "audio",
 }
+PER_PAGE = 300  # cards on one page
+RESULT_COLUMNS = {
+    "generation_id",
+    "status",
+    "output_url",
+    "output_urls",
+    "credits",
+    "error",
+    "elapsed_s",
+    "input",
+}
+_GRID = "display:grid;grid-template-columns:repeat(auto-fill,minmax({w}px,1fr));gap:8px;font:12px sans-serif"
+_CARD = "border:1px solid #ddd;border-radius:6px;padding:4px;overflow:hidden;text-align:left"
+_CAPTION = "color:#444;margin-top:2px;word-break:break-word"
 _TD = "border:1px solid #ddd;padding:4px;vertical-align:top"
-_STYLE = "border-collapse:collapse;font-family:sans-serif;font-size:12px"
 
 
 def media_kind(url: object) -> str | None:
@@ -36,44 +56,138 @@ def url_columns(df: pd.DataFrame) -> list[str]:
     return [str(c) for c in df.columns if str(c).endswith("output_url")]
 
 
-def _cell(value: Any, width: int) -> str:
-    kind = media_kind(value)
-    if kind is not None:
-        return html.media(value, kind, width=width)
-    if isinstance(value, (list, tuple)):
-        return escape(", ".join(map(str, value)))
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and pd.isna(value))
+
+
+def _text(value: Any) -> str:
+    if _blank(value):
         return ""
-    return escape(str(value))
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    return str(value)
 
 
 class Gallery:
-    """Rows of a frame as an HTML table; media columns become ``<img>``/``<video>``/``<audio>``."""
+    """A frame's results as a grid of cards; ``rows``/``cols`` make a facet grid; ``page`` pages.
+
+    ``media`` is the column of URLs shown (default: the first ``*output_url``); ``columns`` the
+    caption (default: the columns whose values differ between rows).
+    """
 
     def __init__(
-        self, df: pd.DataFrame, columns: Sequence[str] | None = None, *, limit: int = 200, width: int = 240
-    ):
+        self,
+        df: pd.DataFrame,
+        columns: Sequence[str] | None = None,
+        *,
+        rows: str | None = None,
+        cols: str | None = None,
+        media: str | None = None,
+        page: int = 1,
+        per_page: int = PER_PAGE,
+        width: int = 240,
+        limit: int | None = None,
+    ) -> None:
+        for option, value in (("rows", rows), ("cols", cols), ("media", media)):
+            if value is not None and value not in df.columns:
+                raise ValueError(
+                    f"preview: {option}={value!r} is no column; use one of {', '.join(map(str, df.columns))}"
+                )
+        if per_page < 1 or page < 1:
+            raise ValueError("preview: page and per_page start at 1")
         self.df = df
-        self.columns = (
-            list(columns) if columns is not None else [str(c) for c in df.columns if str(c) != "output_urls"]
+        self.media = [media] if media is not None else (url_columns(df)[:1] or [""])
+        facets = {rows, cols}  # said once by the grid's headers, not on every card
+        self.caption = (
+            list(columns) if columns is not None else [c for c in self._varying() if c not in facets]
         )
-        self.limit = limit
+        self.rows, self.cols = rows, cols
+        self.per_page = limit if limit is not None else per_page
+        self.page = page
         self.width = width
+
+    def _varying(self) -> list[str]:
+        """The columns worth a caption: those that differ between rows and are not results."""
+        shown = []
+        for column in self.df.columns:
+            name = str(column)
+            if name.endswith(tuple(RESULT_COLUMNS)):
+                continue
+            values = self.df[column]
+            try:
+                varies = values.astype(str).nunique() > 1
+            except TypeError:
+                varies = True
+            if varies:
+                shown.append(name)
+        return shown
 
     def __repr__(self) -> str:
         return f"<Gallery of {len(self.df)} rows, media columns {url_columns(self.df)}>"
 
-    def _repr_html_(self) -> str:
-        head = "".join(
-            f'<th style="border:1px solid #ddd;padding:4px">{escape(c)}</th>' for c in self.columns
+    def _card(self, record: dict[str, Any]) -> str:
+        url = record.get(self.media[0]) if self.media[0] else None
+        prefix = self.media[0].removesuffix("output_url")
+        kind = media_kind(url)
+        body = html.media(url, kind, width=self.width) if kind else ""
+        if not body and isinstance(url, str):
+            body = html.media(url, None)
+        facts = [
+            f"{escape(c)}: {escape(_text(record.get(c)))}" for c in self.caption if not _blank(record.get(c))
+        ]
+        status, credits = record.get(prefix + "status"), record.get(prefix + "credits")
+        line = " · ".join(
+            x for x in (_text(status), f"{_text(credits)} credits" if not _blank(credits) else "") if x
         )
-        body = []
-        for _, row in self.df.head(self.limit).iterrows():
-            cells = "".join(f'<td style="{_TD}">{_cell(row[c], self.width)}</td>' for c in self.columns)
-            body.append(f"<tr>{cells}</tr>")
-        more = len(self.df) - self.limit
-        tail = f"<div>... {more} more rows (limit={self.limit})</div>" if more > 0 else ""
-        return f'<table style="{_STYLE}"><tr>{head}</tr>{"".join(body)}</table>{tail}'
+        error = record.get(prefix + "error")
+        if not _blank(error):
+            line += f' <span style="color:#cf222e">{escape(_text(error))}</span>'
+        return (
+            f'<div style="{_CARD}">{body}<div style="{_CAPTION}">{"<br>".join(facts)}</div>'
+            f'<div style="color:#777">{line}</div></div>'
+        )
+
+    def _grid(self, records: list[dict[str, Any]]) -> str:
+        cards = "".join(self._card(r) for r in records)
+        return f'<div style="{_GRID.format(w=self.width)}">{cards}</div>'
+
+    def _facets(self, records: list[dict[str, Any]]) -> str:
+        def key(value: Any) -> str:
+            return _text(value)
+
+        row_values = list(dict.fromkeys(key(r.get(self.rows)) for r in records)) if self.rows else [""]
+        col_values = list(dict.fromkeys(key(r.get(self.cols)) for r in records)) if self.cols else [""]
+        cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for record in records:
+            spot = (
+                key(record.get(self.rows)) if self.rows else "",
+                key(record.get(self.cols)) if self.cols else "",
+            )
+            cells.setdefault(spot, []).append(record)
+        head = "".join(f'<th style="{_TD}">{escape(c)}</th>' for c in col_values)
+        lines = []
+        for r in row_values:
+            tds = "".join(f'<td style="{_TD}">{self._grid(cells.get((r, c), []))}</td>' for c in col_values)
+            lines.append(f'<tr><th style="{_TD}">{escape(r)}</th>{tds}</tr>')
+        corner = escape(f"{self.rows or ''} \\ {self.cols or ''}")
+        header = f'<tr><th style="{_TD}">{corner}</th>{head}</tr>'
+        return f'<table style="border-collapse:collapse">{header}{"".join(lines)}</table>'
+
+    def _repr_html_(self) -> str:
+        total = len(self.df)
+        first = (self.page - 1) * self.per_page
+        shown = self.df.iloc[first : first + self.per_page].to_dict("records")
+        body = self._facets(shown) if (self.rows or self.cols) else self._grid(shown)
+        note = ""
+        if total > self.per_page or self.page > 1:
+            last = min(total, first + self.per_page)
+            pages = -(-total // self.per_page)
+            note = (
+                f'<div style="font:12px sans-serif;margin:4px 0">'
+                f"showing {first + 1 if shown else 0:,}-{last:,} "
+                f"of {total:,} (page {self.page} of {pages}; preview(page=N) for another)</div>"
+            )
+        return note + body
 
     def to_html_page(self, title: str = "mediagen gallery") -> str:
         """A standalone HTML page (for ``mediagen sweep --gallery``)."""

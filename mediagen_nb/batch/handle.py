@@ -159,6 +159,34 @@ class SweepHandle:
             return self._frame
         return self._finish(dict(self._sweep.outcomes))
 
+    def preview(self, live: bool = False, **options: Any) -> Any:
+        """The frame so far as a gallery (``df.mediagen.preview``'s options); ``live=True`` gives a widget
+        that fills in as rows finish, redrawn from a thread of its own so the kernel stays free."""
+        from mediagen_nb.batch.gallery import Gallery
+
+        def drawn() -> Gallery:
+            frame = self.frame()
+            if type(frame).__module__.split(".", 1)[0] != "pandas":  # polars: the gallery reads pandas
+                import pandas as pd
+
+                frame = pd.DataFrame(frame.to_dicts(), columns=frame.columns)
+            return Gallery(frame, **options)
+
+        first = drawn()
+        if not live:
+            return first
+        import ipywidgets as widgets
+
+        view = widgets.HTML(first._repr_html_())
+
+        def follow() -> None:
+            for _ in self.as_completed():
+                view.value = drawn()._repr_html_()
+            view.value = drawn()._repr_html_()  # the final frame, with every row's result
+
+        threading.Thread(target=follow, name="mediagen-live-preview", daemon=True).start()
+        return view
+
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop starting rows; starts already sent are answered and recorded, finished rows are kept."""
         loop.background_loop().call_soon_threadsafe(self._sweep.cancel, f"not started: {reason}")

@@ -35,6 +35,7 @@ RESULT_COLUMNS = (
     "input",
 )
 ESTIMATE_COLUMNS = ("credits", "billing", "error", "input")
+MODELS = "mediagen_models"  # DataFrame.attrs: the model of each result prefix (for download sidecars)
 WRITTEN = "mediagen_columns"  # DataFrame.attrs: the columns a sweep or estimate wrote (free to write again)
 
 
@@ -111,9 +112,11 @@ def prepare(
         raise ValidationError(messages.unknown_model(model_id, models) + hint, field="model", sent=False)
     model = models[model_id]
     by_field = resolve_columns(model, frame.names(), columns, constants)
-    return model, plan_rows(
-        frame.records(), model, by_field, constants, client.check_input, run_name=run_name
-    )
+
+    def check(model: Model, values: Mapping[str, Any]) -> dict[str, Any]:  # local files become URLs
+        return client.check_input(model, client.attach(model, values))
+
+    return model, plan_rows(frame.records(), model, by_field, constants, check, run_name=run_name)
 
 
 class EstimateSummary:
@@ -356,7 +359,7 @@ def submit(
         names = [prefix + name for name in RESULT_COLUMNS]
         return frame.with_columns(
             {prefix + name: [entry[name] for entry in fields] for name in RESULT_COLUMNS},
-            {WRITTEN: written(frame, names)},
+            {WRITTEN: written(frame, names), MODELS: {**frame.attrs().get(MODELS, {}), prefix: model.id}},
         )
 
     records = frame.records()

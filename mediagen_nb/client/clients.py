@@ -115,6 +115,10 @@ class BaseClient:
         """Validate ``input`` against ``model``'s schema as the service would; no request is sent."""
         return self._engine.check_input(model, input)
 
+    def attach(self, model: Model, input: Mapping[str, Any]) -> dict[str, Any]:
+        """``input`` with its local files uploaded (once each) and replaced by URLs, in this thread."""
+        return self._engine.attach_now(model, input)
+
     models = operation(Engine.models)
     model = operation(Engine.model)
     openapi = operation(Engine.openapi)

@@ -14,15 +14,16 @@ import random
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.client import errors, idempotency, limits_store, pacing
+from mediagen_nb.client import errors, idempotency, limits_store, pacing, uploads
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import sendable
 from mediagen_nb.client.config import LOOPBACK_NAMES, Settings, Where, normalize_url
@@ -143,11 +144,11 @@ class Core:
         choices = [[key] + ([self._account] if call.kind == START else []) for key in self._keys]
         while True:
             booking: Booking = yield Record(partial(self._windows.reserve, choices, self.latency.margin()))
-            slot = time.time() + booking.delay
-            if booking.delay > 0:
-                yield Pause(booking.delay)
+            wait = booking.at - time.time()  # from the slot itself: the answer may have come late
+            if wait > 0:
+                yield Pause(wait)
             if booking.index is not None:
-                return Call(**{**call.__dict__, "key": self.settings.keys[booking.index]}), slot
+                return Call(**{**call.__dict__, "key": self.settings.keys[booking.index]}), booking.at
 
     def _penalize(self, call: Call, error: errors.RateLimitError) -> None:
         """An unexpected 429: that key (or the account) sends nothing for a window, in every process."""
@@ -251,6 +252,36 @@ class Core:
             )
         return models[model_id]
 
+    def attach(self, model: Model, values: Mapping[str, Any]) -> Op[dict[str, Any]]:
+        """``values`` with each local file of a media field replaced by a URL the service can read.
+
+        The upload is blocking I/O, so it runs as a Record step (off an event loop). Anything but an
+        object is passed on as it is, for :meth:`check_input` to refuse.
+        """
+        if not isinstance(values, Mapping):
+            return values
+        out = dict(values)
+        for name, index, file in _local_items(model, values):
+            url = yield Record(partial(uploads.upload, name, file, self.sandbox_url()))
+            _put(out, name, index, url)
+        return out
+
+    def attach_now(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
+        """:meth:`attach` in the calling thread (a sweep's rows are planned there)."""
+        if not isinstance(values, Mapping):
+            return values
+        out = dict(values)
+        for name, index, file in _local_items(model, values):
+            _put(out, name, index, uploads.upload(name, file, self.sandbox_url()))
+        return out
+
+    def sandbox_url(self) -> str | None:
+        """The base URL of a sandbox to upload local files to (embedded, or served on this machine)."""
+        base = urlsplit(self.settings.base_url)
+        if self.settings.sandbox or (base.scheme == "http" and base.hostname in LOOPBACK_NAMES):
+            return self.settings.base_url
+        return None
+
     def check_input(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
         """Refuse, before any request, what the service would refuse; return the input to send."""
         if not isinstance(values, Mapping):
@@ -268,7 +299,11 @@ class Core:
             if name in checked and isinstance(prop, Mapping) and schema.media_kind(prop):
                 items = checked[name] if isinstance(checked[name], list) else [checked[name]]
                 for url in items:
-                    self.check_media_url(name, url)
+                    local = uploads.local_file(url)
+                    if local is not None:  # uploaded before it is sent (attach); it must exist now
+                        uploads.checked_file(name, local)
+                    else:
+                        self.check_media_url(name, url)
         return checked
 
     def check_media_url(self, name: str, url: Any) -> None:
@@ -482,6 +517,25 @@ class Core:
                     current,
                 )
             yield Pause(self._real(poll))
+
+
+def _local_items(model: Model, values: Mapping[str, Any]) -> Iterator[tuple[str, int | None, Path]]:
+    """Each local file among ``values``' media fields: its field, its place in a list (or None), its path."""
+    for name, prop in model.properties.items():
+        if name not in values or not (isinstance(prop, Mapping) and schema.media_kind(prop)):
+            continue
+        value = values[name]
+        for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
+            path = uploads.local_file(item)
+            if path is not None:
+                yield name, index, path
+
+
+def _put(values: dict[str, Any], name: str, index: int | None, url: str) -> None:
+    if index is None:
+        values[name] = url
+    else:
+        values[name] = [*values[name][:index], url, *values[name][index + 1 :]]
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:

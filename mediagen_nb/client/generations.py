@@ -37,7 +37,8 @@ class Generations(Core):
         """What a run with this input will charge; never charges (the service prices it like a run)."""
         values = merged(input, fields)
         if validate:
-            values = self.check_input((yield from self.catalog_model(model_id)), values)
+            model = yield from self.catalog_model(model_id)
+            values = self.check_input(model, (yield from self.attach(model, values)))
         data = yield from self.send(
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
@@ -75,7 +76,7 @@ class Generations(Core):
         if validate or self.budget.limit is not None:
             model = yield from self.catalog_model(model_id)
         if validate and model is not None:
-            values = self.check_input(model, values)
+            values = self.check_input(model, (yield from self.attach(model, values)))
         book = yield from self.book(ledger)
         found = yield from self.keyed(
             ledgers.GENERATION, model_id, values, book, given=idempotency_key, reuse=reuse, fresh=fresh

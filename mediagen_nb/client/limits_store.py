@@ -49,10 +49,15 @@ class Window:
 
 @dataclass(frozen=True)
 class Booking:
-    """The answer to a reservation: the choice booked (None: nothing booked yet) and seconds to wait."""
+    """The answer to a reservation: the choice booked (None: nothing booked yet) and seconds to wait.
+
+    ``at`` is the same moment on this machine's clock (``time.time()``): the caller waits until then,
+    however long the answer took to reach it, so a request never goes earlier than its slot.
+    """
 
     index: int | None
     delay: float
+    at: float = 0.0
 
 
 def scope_of(kind: str, base_url: str, identity: str) -> str:
@@ -109,7 +114,7 @@ class SQLiteStore:
                 horizon = now + HORIZON * min(w.seconds for w in choices[best])
                 if slots[best] > horizon:
                     self._db.execute("COMMIT")
-                    return Booking(None, slots[best] - horizon)
+                    return Booking(None, slots[best] - horizon, horizon)
                 for w in choices[best]:
                     self._db.execute("INSERT INTO stamps VALUES (?, ?)", (w.scope, slots[best]))
                     old = now - 2 * (w.seconds + margin)
@@ -118,7 +123,7 @@ class SQLiteStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return Booking(best, max(0.0, slots[best] - now))
+        return Booking(best, max(0.0, slots[best] - now), max(now, slots[best]))
 
     def _slot(self, window: Window, now: float, margin: float) -> float:
         recent = [
@@ -236,8 +241,8 @@ class RedisStore:
             except self._errors as exc:
                 self._lost(exc)
             else:
-                booked = int(index)
-                return Booking(booked if booked >= 0 else None, float(delay))
+                booked = int(index)  # Redis's clock is not this machine's: its delay counts from now
+                return Booking(booked if booked >= 0 else None, float(delay), time.time() + float(delay))
         return self._fallback.reserve(choices, margin)
 
     def pause(self, window: Window, seconds: float) -> None:

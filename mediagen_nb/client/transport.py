@@ -94,3 +94,21 @@ async def asend(http: httpx.AsyncClient, request: httpx.Request, deadline: float
         return await asyncio.wait_for(_read_async(http, request), deadline)
     except asyncio.TimeoutError:
         raise DeadlineExceeded(f"no whole answer within {deadline:.0f} s", request=request) from None
+
+
+MAX_MEDIA = 2**31  # bytes of one output file read whole (a long 1080p video is well under)
+
+
+def fetch(url: str, timeout: float = 300.0) -> bytes:
+    """The bytes at a media URL (an output), following redirects; refused past ``MAX_MEDIA``."""
+    if not url.startswith(("https://", "http://")):
+        raise ServiceResponseError(f"not an http(s) media URL: {url[:80]!r}")
+    with httpx.stream("GET", url, follow_redirects=True, timeout=timeout) as response:
+        response.raise_for_status()
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > MAX_MEDIA:
+                raise ServiceResponseError(f"{url[:80]} is over {MAX_MEDIA:,} bytes; download it in parts")
+            chunks.append(chunk)
+    return b"".join(chunks)

@@ -243,20 +243,35 @@ class NumberField(ParsedField):
 
 
 class MediaField(Field):
-    """A URL text box with a live preview (image, audio player or video player)."""
+    """A URL or file path box, a file picker, and a live preview (image, audio player or video player).
+
+    A picked file is kept in the user's cache folder under its content's name and its path goes into
+    the box; like any local path, it is uploaded (once) where the service can read it when the form runs.
+    """
 
     kind = "media"
 
     def _build(self) -> widgets.Widget:
         self.media = media_kind(self.prop)
-        text = widgets.Text(placeholder=f"https://… ({self.media or 'file'} URL)", layout={"width": "100%"})
+        text = widgets.Text(
+            placeholder=f"https://… or ./file ({self.media or 'file'})", layout={"width": "100%"}
+        )
         self.preview = widgets.HTML()
+        accept = {"image": "image/*", "audio": "audio/*", "video": "video/*"}.get(self.media or "", "")
+        self.picker = widgets.FileUpload(accept=accept, multiple=False, description="file…")
+        self.picker.observe(self._picked, names="value")
         text.observe(self._changed, names="value")
         text.observe(self._update_preview, names="value")
         return text
 
     def _body(self) -> widgets.Widget:
-        return widgets.VBox([self.input, self.preview])
+        return widgets.VBox([widgets.HBox([self.input, self.picker]), self.preview])
+
+    def _picked(self, change: Any) -> None:
+        from mediagen_nb.client.uploads import keep
+
+        for item in change["new"] or ():
+            self.input.value = str(keep(str(item["name"]), bytes(item["content"])))
 
     @property
     def value(self) -> str | None:

@@ -83,3 +83,17 @@ def test_frame_so_far_shows_rows_that_ended(make_service: ServiceFactory, tmp_pa
     assert (so_far.loc[so_far["status"] == "succeeded", "output_url"].notna()).all()
     out = handle.result(timeout=60)
     assert handle.frame() is out and (out["status"] == "succeeded").all()
+
+
+def test_a_live_preview_fills_in_as_rows_finish(make_service: ServiceFactory, tmp_path: Path) -> None:
+    service = make_service(time_scale=30.0)
+    handle = submit(service, frame(12), tmp_path)
+    view = handle.preview(live=True, width=120)
+    assert view.value.count("<img ") < 12  # drawn at once, before the rows have ended
+    out = handle.result(timeout=60)
+    deadline = time.monotonic() + 10
+    while view.value.count("<img ") < 12 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert view.value.count("<img ") == 12 and all(url in view.value for url in out["output_url"])
+    still = handle.preview()  # not live: the gallery of the frame as it is
+    assert still._repr_html_().count("<img ") == 12

@@ -156,3 +156,23 @@ def test_a_near_miss_column_is_a_one_line_warning(cli: Cli, service: Service, tm
     code, _, err = cli(str(sheet), "--model=gpt-image-2", "--estimate")
     assert code == 0
     assert "mediagen sweep: warning: column 'aspect' is not used; if it is input 'aspect_ratio'" in err
+
+
+def test_a_gallery_outlives_the_sandbox_that_made_it(
+    cli: Cli, service: Service, sheet: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outputs of a sandbox on this machine are saved beside the page, linked by relative paths."""
+    page = tmp_path / "site" / "gallery.html"
+    code, _, _ = cli(str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}", f"--gallery={page}")
+    assert code == 0
+    files = sorted((tmp_path / "site" / "gallery_files").glob("*.png"))
+    assert len(files) == 3 and all(f.with_name(f.name + ".json").exists() for f in files)
+    html_text = page.read_text()
+    assert service.base_url not in html_text  # nothing points at the sandbox, gone once the command exits
+    for file in files:
+        assert f'<img src="gallery_files/{file.name}"' in html_text
+    monkeypatch.chdir(tmp_path)  # from another folder, the relative links still resolve beside the page
+    assert all((page.parent / f"gallery_files/{f.name}").read_bytes()[:4] == b"\x89PNG" for f in files)
+    service.sandbox.stop()
+    again = sorted((tmp_path / "site" / "gallery_files").glob("*.png"))
+    assert again == files

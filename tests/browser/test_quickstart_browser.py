@@ -529,7 +529,7 @@ def test_sweep_gallery_screenshot(lab: Lab, page: Page, artifacts: Path) -> None
         panel = open_notebook(page, lab, SWEEP)
         run_all(page, SWEEP, panel)
         assert_no_traceback(page)
-        gallery = page.locator(f"{OUTPUT} table").filter(has=page.locator("img")).last
+        gallery = page.locator(OUTPUT).filter(has=page.locator('div[style*="grid"] img')).last
         expect(gallery).to_be_attached(timeout=10_000)
         images = gallery.locator("img")
         assert images.count() >= 2, f"the gallery shows {images.count()} images"

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from html import escape
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -565,3 +566,31 @@ def test_registry_rows_are_tried_in_order() -> None:
     assert inputs.build_field("n", {"type": "string", "maxLength": 2000}).kind == "textarea"
     assert inputs.build_field("n", {"type": "string", "format": "uri"}).kind == "media"
     assert inputs.build_field("n", "not a schema").kind == "json"
+
+
+def test_a_file_picked_in_a_form_is_uploaded_and_billed_by_its_length(
+    make: Callable[..., Form], sb: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import wave
+    from datetime import datetime, timezone
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where picked files are kept
+    sound = io.BytesIO()
+    with wave.open(sound, "wb") as out:  # 20 s of quiet sound
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(8000)
+        out.writeframes(b"\x01\x00" * 8000 * 20)
+    f = make("zonos2", debounce=60)
+    f.set(text="Hello from a picked file")
+    picked = {"name": "my voice.wav", "type": "audio/wav", "size": len(sound.getvalue())}
+    f.fields["audio"].picker.value = (
+        {**picked, "content": memoryview(sound.getvalue()), "last_modified": datetime.now(timezone.utc)},
+    )
+    kept = Path(f.values["audio"])
+    assert kept.suffix == ".wav" and kept.read_bytes() == sound.getvalue()
+    voice = f.submit()
+    assert voice.status == "succeeded"
+    charged = [e for e in sb.world.accounts.ledger if e["resourceId"] == voice.id and e["kind"] == "charge"]
+    assert [e["credits"] for e in charged] == [10]  # 0.5 credits a second of the picked file

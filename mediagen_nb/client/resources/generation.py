@@ -1,12 +1,14 @@
 """The generation API's resources: a model of the catalog, its pricing, an estimate, a generation."""
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from html import escape
+from pathlib import Path
 from typing import Any
 
 from mediagen_nb.client import html
-from mediagen_nb.client.errors import GenerationFailed, GenerationTimedOut
+from mediagen_nb.client.errors import GenerationFailed, GenerationTimedOut, MediagenError
 from mediagen_nb.client.resources.fields import (
     ARRAY,
     ESTIMATE_FIELDS,
@@ -19,7 +21,7 @@ from mediagen_nb.client.resources.fields import (
     short,
 )
 from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.schema import length_billed_field, media_kind
+from mediagen_nb.protocol.schema import length_billed_field, media_kind, url_extension
 
 
 @dataclass(frozen=True, repr=False)
@@ -63,6 +65,27 @@ class Generation(Shown):
     def url(self) -> str | None:
         """The main result (the first output URL), or None until success."""
         return self.urls[0] if self.urls else None
+
+    def bytes(self) -> bytes:
+        """The main output's bytes, downloaded now (raises GenerationFailed when there is none)."""
+        from mediagen_nb.client.transport import fetch
+
+        if self.url is None:
+            self.raise_for_status()  # a failed one says why
+            raise MediagenError(
+                f"{self.model_id} {self.id} has no output yet ({self.status}): wait() for it first"
+            )
+        return fetch(self.url)
+
+    def save(self, path: "str | os.PathLike[str]") -> Path:
+        """Write the main output to ``path`` (the output's extension added when it has none)."""
+        target = Path(path)
+        data = self.bytes()
+        if not target.suffix:
+            target = target.with_suffix(url_extension(self.url or "") or ".bin")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return target
 
     @property
     def done(self) -> bool:
