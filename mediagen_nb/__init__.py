@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mediagen_nb.batch.template import template as template
     from mediagen_nb.batch.usage import usage as usage
     from mediagen_nb.client import *  # noqa: F403
+    from mediagen_nb.client.previews import preview_mode as preview_mode
     from mediagen_nb.client.uploads import uploads as uploads
     from mediagen_nb.notebook import catalog as catalog
     from mediagen_nb.notebook import form as form
@@ -34,6 +35,7 @@ _LAZY = {
     "Template": "mediagen_nb.batch.template",
     "usage": "mediagen_nb.batch.usage",
     "uploads": "mediagen_nb.client.uploads",
+    "preview_mode": "mediagen_nb.client.previews",
     # The notebook package is light: these load IPython, widgets or the client only when called.
     "load_ipython_extension": "mediagen_nb.notebook",
     "form": "mediagen_nb.notebook",

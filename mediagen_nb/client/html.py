@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from html import escape
 from urllib.parse import urlsplit
 
+from mediagen_nb.client import previews
+
 _CARD = "font-family:sans-serif;font-size:13px;border:1px solid #ddd;border-radius:6px;padding:8px"
 _STATUS_COLORS = {
     "succeeded": "#1a7f37",
@@ -37,6 +39,8 @@ def media(url: object, kind: str | None, *, width: int | None = None) -> str:
     src = safe_url(url)
     if src is None:
         return ""
+    if isinstance(url, str) and kind in ("image", "video", "audio"):  # a sandbox's media: see previews
+        src = escape(previews.shown(url.strip(), kind), quote=True)
     if kind == "image":
         return (
             f'<img src="{src}" loading="lazy" style="max-width:{width}px;max-height:{width}px" alt="output">'

@@ -65,14 +65,21 @@ def scope_of(kind: str, base_url: str, identity: str) -> str:
     return hashlib.sha256(f"{kind}\0{base_url}\0{identity}".encode()).hexdigest()[:24]
 
 
-def slot_after(now: float, paused: float, recent: list[float], window: Window, margin: float) -> float:
-    """The first time an event may go, given the window's most recent stamps (newest first)."""
-    span = window.seconds + margin
+def slot_after(
+    now: float, paused: float, recent: list[tuple[float, float]], window: Window, margin: float
+) -> float:
+    """The first time an event may go, given the window's most recent (slot, margin) stamps, newest first.
+
+    Each stamp keeps the margin of the process that booked it: a slot a window after another
+    process's stamp allows for the larger of the two latency spreads (that process may send late).
+    """
     slot = max(now, paused)
     if recent:
-        slot = max(slot, recent[0] + span / window.limit)
+        at, theirs = recent[0]
+        slot = max(slot, at + (window.seconds + max(margin, theirs)) / window.limit)
     if len(recent) >= window.limit:
-        slot = max(slot, recent[window.limit - 1] + span)
+        at, theirs = recent[window.limit - 1]
+        slot = max(slot, at + window.seconds + max(margin, theirs))
     return slot
 
 
@@ -99,8 +106,8 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=OFF")  # a lost stamp after a power cut costs nothing
             self._db.executescript(
-                "CREATE TABLE IF NOT EXISTS stamps (scope TEXT NOT NULL, at REAL NOT NULL);"
-                "CREATE INDEX IF NOT EXISTS stamps_by_scope ON stamps (scope, at);"
+                "CREATE TABLE IF NOT EXISTS slots (scope TEXT NOT NULL, at REAL NOT NULL, margin REAL);"
+                "CREATE INDEX IF NOT EXISTS slots_by_scope ON slots (scope, at);"
                 "CREATE TABLE IF NOT EXISTS pauses (scope TEXT PRIMARY KEY, until REAL NOT NULL);"
             )
 
@@ -116,9 +123,9 @@ class SQLiteStore:
                     self._db.execute("COMMIT")
                     return Booking(None, slots[best] - horizon, horizon)
                 for w in choices[best]:
-                    self._db.execute("INSERT INTO stamps VALUES (?, ?)", (w.scope, slots[best]))
+                    self._db.execute("INSERT INTO slots VALUES (?, ?, ?)", (w.scope, slots[best], margin))
                     old = now - 2 * (w.seconds + margin)
-                    self._db.execute("DELETE FROM stamps WHERE scope = ? AND at < ?", (w.scope, old))
+                    self._db.execute("DELETE FROM slots WHERE scope = ? AND at < ?", (w.scope, old))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -127,9 +134,10 @@ class SQLiteStore:
 
     def _slot(self, window: Window, now: float, margin: float) -> float:
         recent = [
-            at
-            for (at,) in self._db.execute(
-                "SELECT at FROM stamps WHERE scope = ? ORDER BY at DESC LIMIT ?", (window.scope, window.limit)
+            (at, theirs)
+            for (at, theirs) in self._db.execute(
+                "SELECT at, margin FROM slots WHERE scope = ? ORDER BY at DESC LIMIT ?",
+                (window.scope, window.limit),
             )
         ]
         paused = self._db.execute("SELECT until FROM pauses WHERE scope = ?", (window.scope,)).fetchone()
@@ -164,8 +172,15 @@ for c = 1, n do
     local s = math.max(now, tonumber(redis.call('GET', KEYS[2 * k]) or '0'))
     local recent = redis.call('ZREVRANGE', KEYS[2 * k - 1], 0, limit - 1, 'WITHSCORES')
     local count = #recent / 2
-    if count > 0 then s = math.max(s, tonumber(recent[2]) + span / limit) end
-    if count >= limit then s = math.max(s, tonumber(recent[2 * limit]) + span) end
+    -- a member is 'slot:n:margin': the margin of the process that booked it (it may send that late)
+    if count > 0 then
+      local theirs = tonumber(string.match(recent[1], ':([^:]+)$')) or 0
+      s = math.max(s, tonumber(recent[2]) + (seconds + math.max(margin, theirs)) / limit)
+    end
+    if count >= limit then
+      local theirs = tonumber(string.match(recent[2 * limit - 1], ':([^:]+)$')) or 0
+      s = math.max(s, tonumber(recent[2 * limit]) + seconds + math.max(margin, theirs))
+    end
     slot = math.max(slot, s)
     windows[#windows + 1] = {KEYS[2 * k - 1], span}
     if shortest == nil or seconds < shortest then shortest = seconds end
@@ -178,7 +193,7 @@ local horizon = now + tonumber(ARGV[#ARGV]) * best_span
 if best_slot > horizon then return {-1, tostring(best_slot - horizon)} end
 for _, w in ipairs(best_windows) do
   local id = redis.call('INCR', w[1] .. ':n')
-  redis.call('ZADD', w[1], best_slot, tostring(best_slot) .. ':' .. id)
+  redis.call('ZADD', w[1], best_slot, tostring(best_slot) .. ':' .. id .. ':' .. tostring(margin))
   redis.call('ZREMRANGEBYSCORE', w[1], '-inf', now - 2 * w[2])
   redis.call('PEXPIRE', w[1], math.ceil((best_slot - now + 2 * w[2]) * 1000))
   redis.call('PEXPIRE', w[1] .. ':n', math.ceil((best_slot - now + 2 * w[2]) * 1000))
@@ -188,10 +203,10 @@ return {best - 1, tostring(math.max(0, best_slot - now))}
 
 _PAUSE = """
 local t = redis.call('TIME')
-local until = tonumber(t[1]) + tonumber(t[2]) / 1e6 + tonumber(ARGV[1])
+local till = tonumber(t[1]) + tonumber(t[2]) / 1e6 + tonumber(ARGV[1])
 local old = tonumber(redis.call('GET', KEYS[1]) or '0')
-if until > old then
-  redis.call('SET', KEYS[1], tostring(until), 'PX', math.ceil(tonumber(ARGV[1]) * 1000) + 1000)
+if till > old then
+  redis.call('SET', KEYS[1], tostring(till), 'PX', math.ceil(tonumber(ARGV[1]) * 1000) + 1000)
 end
 return 1
 """

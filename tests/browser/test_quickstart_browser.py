@@ -571,3 +571,148 @@ def _small_png(data: bytes) -> bytes:
         out = io.BytesIO()
         image.convert("RGB").quantize(colors=256).save(out, format="PNG", optimize=True)
     return out.getvalue()
+
+
+def test_a_cli_gallery_shows_every_image_after_the_command_exited(browser: Any, tmp_path: Path) -> None:
+    """``mediagen sweep --gallery`` on the embedded sandbox: the page is opened once the command (and
+    its sandbox) is gone, from another folder, and every image still loads."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    (work / "sheet.csv").write_text("prompt\na paper boat\na glass owl\na brass key\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
+    env["MEDIAGEN_LEDGER"] = str(tmp_path / "ledger.sqlite")
+    command = [sys.executable, "-c", "from mediagen_nb.cli import main; raise SystemExit(main())"]
+    done = subprocess.run(
+        [*command, "sweep", "sheet.csv", "--model=flare-1-swift", "--gallery=site/gallery.html"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    page_file = work / "site" / "gallery.html"
+    context = browser.new_context(viewport=VIEWPORT)
+    before = Path.cwd()
+    try:
+        page = context.new_page()
+        os.chdir(elsewhere)  # the page's links are relative to the page, not to where it is opened from
+        page.goto(page_file.as_uri())
+        images = page.locator("img")
+        expect(images).to_have_count(3)
+        for image in images.all():
+            image.scroll_into_view_if_needed()
+            page.wait_for_function("img => img.complete", arg=image.element_handle(), timeout=10_000)
+            assert image.evaluate("img => img.naturalWidth") > 0, image.get_attribute("src")
+    finally:
+        os.chdir(before)
+        context.close()
+
+
+def test_a_saved_notebook_shows_inline_previews_with_the_sandbox_stopped(
+    browser: Any, served: Any, tmp_path: Path
+) -> None:
+    """``MEDIAGEN_PREVIEW=inline``: the outputs carry the pictures, so the saved notebook (here as
+    nbconvert's page) shows them after the sandbox that made them is gone."""
+    import nbformat
+    import pandas as pd
+
+    import mediagen_nb  # noqa: F401  (registers df.mediagen)
+    from mediagen_nb.client import AsyncClient, Limits, previews
+
+    client = AsyncClient(
+        served.demo_key,
+        base_url=served.base_url,
+        limits=Limits(time_scale=600),
+        ledger=str(tmp_path / "l.db"),
+    )
+    rows = pd.DataFrame({"prompt": ["a saved fox", "a saved owl", "a saved moth"]})
+    done = rows.mediagen.run("flare-1-swift", client=client, progress=False)
+    previews.preview_mode("inline")
+    try:
+        shown = done.mediagen.preview()._repr_html_()
+    finally:
+        previews.preview_mode(None)
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("done.mediagen.preview()")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": shown})]
+    notebook.cells = [cell]
+    saved = tmp_path / "saved.ipynb"
+    nbformat.write(notebook, saved)
+    served.stop()  # the sandbox is gone
+    converted = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "html", str(saved)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert converted.returncode == 0, converted.stderr[-2000:]
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.goto((tmp_path / "saved.html").as_uri())
+        images = page.locator(".jp-OutputArea-output img")
+        expect(images).to_have_count(3)
+        for image in images.all():
+            assert (image.get_attribute("src") or "").startswith("data:image/png;base64,")
+            page.wait_for_function("img => img.complete", arg=image.element_handle(), timeout=10_000)
+            assert image.evaluate("img => img.naturalWidth") > 0
+    finally:
+        context.close()
+
+
+def test_previews_through_the_jupyter_server_when_only_it_is_reachable(
+    browser: Any, lab: Lab, served: Any, tmp_path: Path
+) -> None:
+    """``MEDIAGEN_PREVIEW=proxy``: the browser reaches only JupyterLab's address; the sandbox's media
+    come through the Jupyter server (jupyter-server-proxy), as on Binder or JupyterHub."""
+    pytest.importorskip("jupyter_server_proxy", reason="jupyter-server-proxy is not installed")
+    import pandas as pd
+
+    import mediagen_nb  # noqa: F401  (registers df.mediagen)
+    from mediagen_nb.client import AsyncClient, Limits, previews
+
+    client = AsyncClient(
+        served.demo_key,
+        base_url=served.base_url,
+        limits=Limits(time_scale=600),
+        ledger=str(tmp_path / "l.db"),
+    )
+    done = pd.DataFrame({"prompt": ["a proxied fox", "a proxied owl"]}).mediagen.run(
+        "flare-1-swift", client=client, progress=False
+    )
+    previews.preview_mode("proxy")
+    try:
+        shown = done.mediagen.preview()._repr_html_()
+    finally:
+        previews.preview_mode(None)
+    sandbox_port = urlsplit(str(served.base_url)).port
+    assert f'src="/proxy/{sandbox_port}/' in shown
+    (lab.root / "proxied.html").write_text(f"<!doctype html><html><body>{shown}</body></html>")
+    lab_port = urlsplit(lab.url).port
+    # Signed in to the Jupyter server (as a JupyterLab session is): every request carries its token.
+    context = browser.new_context(
+        viewport=VIEWPORT, extra_http_headers={"Authorization": f"token {lab.token}"}
+    )
+    blocked: list[str] = []
+
+    def only_the_jupyter_server(route: Any) -> None:
+        if urlsplit(route.request.url).port == lab_port:
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_the_jupyter_server)
+    try:
+        page = context.new_page()
+        page.goto(f"{lab.url}/files/proxied.html")
+        images = page.locator("img")
+        expect(images).to_have_count(2)
+        for image in images.all():
+            page.wait_for_function("img => img.complete", arg=image.element_handle(), timeout=15_000)
+            assert image.evaluate("img => img.naturalWidth") > 0, image.get_attribute("src")
+        assert not blocked  # nothing needed the sandbox's own address
+    finally:
+        context.close()

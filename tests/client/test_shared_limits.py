@@ -314,3 +314,12 @@ def test_the_margin_follows_the_measured_latency() -> None:
         latency.record(5.0)
     assert latency.margin() == pacing.ADAPTIVE_CAP
     assert pacing.Latency(Limits(margin=0.05)).margin() == 0.05  # a margin given is kept
+
+
+def test_a_429_pauses_the_key_in_redis_for_every_machine(redis_url: str) -> None:
+    first = limits_store.RedisStore(redis_url, SQLiteStore(":memory:"))
+    second = limits_store.RedisStore(redis_url, SQLiteStore(":memory:"))  # another machine: another file
+    window = Window(scope_of("key", "http://service", "k"), 60, 1.0)
+    first.pause(window, 0.5)
+    booking = second.reserve([[window]], margin=0.0)
+    assert booking.at - time.time() + 0.05 > 0.45 and booking.delay > 0.4

@@ -582,7 +582,8 @@ def test_a_file_picked_in_a_form_is_uploaded_and_billed_by_its_length(
         out.setsampwidth(2)
         out.setframerate(8000)
         out.writeframes(b"\x01\x00" * 8000 * 20)
-    f = make("zonos2", debounce=60)
+    own = Client.for_sandbox(sb)  # a client of its own: the module's may have been closed by now
+    f = make("zonos2", client=own, debounce=60)
     f.set(text="Hello from a picked file")
     picked = {"name": "my voice.wav", "type": "audio/wav", "size": len(sound.getvalue())}
     f.fields["audio"].picker.value = (
@@ -594,3 +595,4 @@ def test_a_file_picked_in_a_form_is_uploaded_and_billed_by_its_length(
     assert voice.status == "succeeded"
     charged = [e for e in sb.world.accounts.ledger if e["resourceId"] == voice.id and e["kind"] == "charge"]
     assert [e["credits"] for e in charged] == [10]  # 0.5 credits a second of the picked file
+    own.close()

@@ -1,0 +1,98 @@
+"""Where a preview's media come from, so pictures show wherever the browser is.
+
+The sandbox serves its media on 127.0.0.1 of the kernel's machine. A browser on that machine reads
+them directly; one elsewhere (Binder, JupyterHub, VS Code remote) cannot, and a notebook saved with
+outputs outlives the sandbox. ``MEDIAGEN_PREVIEW`` (or :func:`preview_mode`) chooses:
+
+- ``direct``: the URL as it is;
+- ``proxy``: a loopback URL through the Jupyter server (``jupyter-server-proxy``:
+  ``{JUPYTERHUB_SERVICE_PREFIX}proxy/{port}/{path}``), which any browser of that server reaches;
+- ``inline``: a loopback image (and audio or video up to ``INLINE_LIMIT``) as a ``data:`` URI in the
+  output itself, so a saved notebook shows it with the sandbox gone; larger files stay links;
+- ``auto`` (the default): ``proxy`` on JupyterHub and Binder (``JUPYTERHUB_SERVICE_PREFIX`` set) when
+  jupyter-server-proxy is installed, else ``direct``.
+
+Only loopback URLs are ever rewritten: the service's https URLs are public and always go direct.
+"""
+
+import base64
+import importlib.util
+import os
+from urllib.parse import urlsplit
+
+import httpx
+
+ENV_PREVIEW = "MEDIAGEN_PREVIEW"
+MODES = ("auto", "direct", "proxy", "inline")
+INLINE_LIMIT = 4 * 2**20  # bytes of one audio or video inlined; images are always small enough
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+MIME = {"image": "image/png", "audio": "audio/wav", "video": "video/mp4"}
+_EXTENSION_MIME = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".webp": "image/webp",
+    ".gif": "image/gif",
+    ".wav": "audio/wav",
+    ".mp3": "audio/mpeg",
+    ".mp4": "video/mp4",
+    ".webm": "video/webm",
+}
+
+_mode: str | None = None
+_inlined: dict[str, str | None] = {}
+
+
+def preview_mode(mode: str | None = None) -> str:
+    """Set the mode for this process (None: back to ``MEDIAGEN_PREVIEW``); return the one in force."""
+    global _mode
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"preview mode {mode!r}: use one of {', '.join(MODES)}")
+    _mode = mode
+    return _resolved()
+
+
+def _resolved() -> str:
+    mode = _mode or os.environ.get(ENV_PREVIEW, "auto").strip().lower() or "auto"
+    if mode not in MODES:
+        mode = "auto"
+    if mode == "auto":
+        on_hub = bool(os.environ.get("JUPYTERHUB_SERVICE_PREFIX"))
+        proxied = on_hub and importlib.util.find_spec("jupyter_server_proxy") is not None
+        return "proxy" if proxied else "direct"
+    return mode
+
+
+def shown(url: str, kind: str | None) -> str:
+    """The URL a browser should load for ``url`` (a ``kind`` of image, audio or video) in this mode."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or parts.hostname not in LOOPBACK:
+        return url
+    mode = _resolved()
+    if mode == "proxy" and parts.port is not None:
+        prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
+        query = f"?{parts.query}" if parts.query else ""
+        return f"{prefix.rstrip('/')}/proxy/{parts.port}{parts.path}{query}"
+    if mode == "inline":
+        return _inline(url, kind) or url
+    return url
+
+
+def _inline(url: str, kind: str | None) -> str | None:
+    """``url`` as a data: URI (read once per process), or None when too large or unreadable."""
+    if url not in _inlined:
+        _inlined[url] = None
+        try:
+            with httpx.stream("GET", url, timeout=30) as response:
+                response.raise_for_status()
+                data = b""
+                for chunk in response.iter_bytes():
+                    data += chunk
+                    if kind != "image" and len(data) > INLINE_LIMIT:
+                        return None
+        except httpx.HTTPError:
+            return None
+        suffix = os.path.splitext(urlsplit(url).path)[1].lower()
+        mime = _EXTENSION_MIME.get(suffix) or MIME.get(kind or "", "application/octet-stream")
+        _inlined[url] = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    return _inlined[url]
