@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from mediagen_nb.batch.runner import RESULT_COLUMNS
 from mediagen_nb.client import html
 from mediagen_nb.protocol.schema import url_extension
 
@@ -30,16 +31,7 @@ MEDIA_KINDS = {
     ".ogg": "audio",
 }
 PER_PAGE = 300  # cards on one page
-RESULT_COLUMNS = {
-    "generation_id",
-    "status",
-    "output_url",
-    "output_urls",
-    "credits",
-    "error",
-    "elapsed_s",
-    "input",
-}
+NOT_CAPTIONS = (*RESULT_COLUMNS, "local_path", "download_error")  # a run's own columns (any prefix)
 _GRID = "display:grid;grid-template-columns:repeat(auto-fill,minmax({w}px,1fr));gap:8px;font:12px sans-serif"
 _CARD = "border:1px solid #ddd;border-radius:6px;padding:4px;overflow:hidden;text-align:left"
 _CAPTION = "color:#444;margin-top:2px;word-break:break-word"
@@ -111,7 +103,7 @@ class Gallery:
         shown = []
         for column in self.df.columns:
             name = str(column)
-            if name.endswith(tuple(RESULT_COLUMNS)):
+            if name.endswith(NOT_CAPTIONS):
                 continue
             values = self.df[column]
             try:

@@ -1,4 +1,4 @@
-"""The engine's core: sending under the limits and retries, the catalog, and paid starts.
+"""The engine's core: sending under the limits and retries, and paid starts (the ledger and budget).
 
 Operations are generators of steps (:mod:`mediagen_nb.client.steps`);
 :mod:`mediagen_nb.client.clients` drives them with httpx's sync or async client, so request
@@ -14,19 +14,16 @@ import random
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.client import errors, idempotency, limits_store, pacing, uploads
+from mediagen_nb.client import errors, idempotency, limits_store, pacing
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.checks import sendable
-from mediagen_nb.client.config import LOOPBACK_NAMES, Settings, Where, normalize_url
+from mediagen_nb.client.config import Settings, Where, normalize_url
 from mediagen_nb.client.limits_store import Booking, Window, scope_of
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
@@ -34,7 +31,7 @@ from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.spending import session as session_budget
 from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
 from mediagen_nb.protocol import limits as spec_limits
-from mediagen_nb.protocol import messages, schema, states, wire
+from mediagen_nb.protocol import states
 from mediagen_nb.protocol.paths import path
 
 T = TypeVar("T")
@@ -209,118 +206,6 @@ class Core:
                 raise error from None
             yield Pause(self._real(wait))
             attempt += 1
-
-    # -- catalog -------------------------------------------------------------------------------
-
-    def models(self, refresh: bool = False) -> Op[list[Model]]:
-        """Every catalog model (cached per client; ``refresh=True`` reads it again)."""
-        if self._models is None or refresh:
-            data = yield from self.send(Call("GET", "models", CATALOG))
-            records = data.get(wire.MODELS_LIST, []) if isinstance(data, Mapping) else data
-            self._models = {m.id: m for m in (Model.from_api(r) for r in records)}
-        return list(self._models.values())
-
-    def model(self, model_id: str, refresh: bool = False) -> Op[Model]:
-        """One catalog model, with ``example`` when the service has one (cached per client)."""
-        if model_id not in self._details or refresh:
-            data = yield from self.send(Call("GET", "model", CATALOG, params={"id": model_id}))
-            self._details[model_id] = Model.from_api(data)
-        return self._details[model_id]
-
-    def openapi(self) -> Op[dict[str, Any]]:
-        """The service's OpenAPI 3.1 document."""
-        document: dict[str, Any] = yield from self.send(Call("GET", "openapi", CATALOG))
-        return document
-
-    def llms_txt(self) -> Op[str]:
-        """Model ids, output types and required inputs as plain text."""
-        text: str = yield from self.send(Call("GET", "llms_txt", CATALOG))
-        return text
-
-    def catalog_model(self, model_id: str) -> Op[Model]:
-        """The catalog's record of ``model_id``; an unknown id is refused before anything is sent."""
-        if not isinstance(model_id, str):
-            raise errors.ValidationError(
-                f"model_id must be a catalog id such as 'gpt-image-2', not {model_id!r}",
-                field="modelId",
-                sent=False,
-            )
-        models = {m.id: m for m in (yield from self.models())}
-        if model_id not in models:
-            raise errors.ValidationError(
-                messages.unknown_model(str(model_id), models), field="modelId", sent=False
-            )
-        return models[model_id]
-
-    def attach(self, model: Model, values: Mapping[str, Any]) -> Op[dict[str, Any]]:
-        """``values`` with each local file of a media field replaced by a URL the service can read.
-
-        The upload is blocking I/O, so it runs as a Record step (off an event loop). Anything but an
-        object is passed on as it is, for :meth:`check_input` to refuse.
-        """
-        if not isinstance(values, Mapping):
-            return values
-        out = dict(values)
-        for name, index, file in _local_items(model, values):
-            url = yield Record(partial(uploads.upload, name, file, self.sandbox_url()))
-            _put(out, name, index, url)
-        return out
-
-    def attach_now(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
-        """:meth:`attach` in the calling thread (a sweep's rows are planned there)."""
-        if not isinstance(values, Mapping):
-            return values
-        out = dict(values)
-        for name, index, file in _local_items(model, values):
-            _put(out, name, index, uploads.upload(name, file, self.sandbox_url()))
-        return out
-
-    def sandbox_url(self) -> str | None:
-        """The base URL of a sandbox to upload local files to (embedded, or served on this machine)."""
-        base = urlsplit(self.settings.base_url)
-        if self.settings.sandbox or (base.scheme == "http" and base.hostname in LOOPBACK_NAMES):
-            return self.settings.base_url
-        return None
-
-    def check_input(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Refuse, before any request, what the service would refuse; return the input to send."""
-        if not isinstance(values, Mapping):
-            raise errors.ValidationError(messages.INPUT_NOT_OBJECT, field="input", sent=False)
-        try:
-            normalized = schema.normalize(model.input_schema, values)
-            media = model.length_billed_field
-            if media is not None and not schema.is_missing(values.get(media)):
-                schema.check_media_extension(media, values[media])
-        except schema.InputError as exc:
-            raise errors.ValidationError(exc.message, field=exc.field, sent=False) from None
-        checked = {name: normalized[name] for name in values}
-        sendable(checked)
-        for name, prop in model.properties.items():
-            if name in checked and isinstance(prop, Mapping) and schema.media_kind(prop):
-                items = checked[name] if isinstance(checked[name], list) else [checked[name]]
-                for url in items:
-                    local = uploads.local_file(url)
-                    if local is not None:  # uploaded before it is sent (attach); it must exist now
-                        uploads.checked_file(name, local)
-                    else:
-                        self.check_media_url(name, url)
-        return checked
-
-    def check_media_url(self, name: str, url: Any) -> None:
-        """Only public https media URLs are sent; a sandbox reached over plain http may serve its own.
-
-        The service downloads media inputs itself, so anything else would be refused or could leak.
-        """
-        parts = urlsplit(url) if isinstance(url, str) else None
-        host = (parts.hostname or "") if parts else ""
-        base = urlsplit(self.settings.base_url)
-        local = base.scheme == "http" and (host == base.hostname or host in LOOPBACK_NAMES)
-        if parts is None or not host or not (parts.scheme == "https" or (parts.scheme == "http" and local)):
-            raise errors.ValidationError(
-                f"{name} must be a public https URL the service can download, not {str(url)[:80]!r}",
-                field=name,
-                sent=False,
-            )
 
     # -- the ledger and the budget ----------------------------------------------------------------
 
@@ -517,25 +402,6 @@ class Core:
                     current,
                 )
             yield Pause(self._real(poll))
-
-
-def _local_items(model: Model, values: Mapping[str, Any]) -> Iterator[tuple[str, int | None, Path]]:
-    """Each local file among ``values``' media fields: its field, its place in a list (or None), its path."""
-    for name, prop in model.properties.items():
-        if name not in values or not (isinstance(prop, Mapping) and schema.media_kind(prop)):
-            continue
-        value = values[name]
-        for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
-            path = uploads.local_file(item)
-            if path is not None:
-                yield name, index, path
-
-
-def _put(values: dict[str, Any], name: str, index: int | None, url: str) -> None:
-    if index is None:
-        values[name] = url
-    else:
-        values[name] = [*values[name][:index], url, *values[name][index + 1 :]]
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:

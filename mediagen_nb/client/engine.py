@@ -2,8 +2,9 @@
 
 ``Engine`` joins the operations of each API (:mod:`~mediagen_nb.client.generations`,
 :mod:`~mediagen_nb.client.replication`, :mod:`~mediagen_nb.client.videos`) on the shared core
-(:mod:`~mediagen_nb.client.core`: sending, limits, retries, the catalog, the ledger and the
-budget). :mod:`mediagen_nb.client.clients` binds each operation to ``Client`` and ``AsyncClient``.
+(:mod:`~mediagen_nb.client.core`: sending, limits, retries, the ledger and the budget; and
+:mod:`~mediagen_nb.client.catalog`: the catalog and the checks of an input).
+:mod:`mediagen_nb.client.clients` binds each operation to ``Client`` and ``AsyncClient``.
 """
 
 import json

@@ -7,8 +7,9 @@ from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
-from mediagen_nb.client.core import Core, Paid
+from mediagen_nb.client.core import Paid
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
 from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
@@ -28,7 +29,7 @@ def merged(input: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[s
     return {**(input or {}), **fields}
 
 
-class Generations(Core):
+class Generations(Catalog):
     """Operations of the generation API."""
 
     def estimate(

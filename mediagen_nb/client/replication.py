@@ -6,8 +6,9 @@ from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
-from mediagen_nb.client.core import POLL_SECONDS, Core, Paid
+from mediagen_nb.client.core import POLL_SECONDS, Paid
 from mediagen_nb.client.resources import Analysis, BlueprintBuild, ReplicationRun, wire_of
 from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
@@ -54,7 +55,7 @@ def run_body(
     return body
 
 
-class Replication(Core):
+class Replication(Catalog):
     """Operations of the replication API."""
 
     def analyze(

@@ -197,7 +197,13 @@ def _to_storage(url: str, options: dict[str, Any], name: str, path: Path) -> str
     fs, root = fsspec.core.url_to_fs(url, **options)
     remote = f"{root.rstrip('/')}/{name}"
     if not fs.exists(remote):
-        fs.put_file(str(path), remote)
+        from fsspec.callbacks import DEFAULT_CALLBACK, TqdmCallback
+
+        shown = {"desc": f"uploading {path.name}", "unit": "B", "unit_scale": True, "leave": False}
+        large = path.stat().st_size >= LARGE
+        fs.put_file(
+            str(path), remote, callback=TqdmCallback(tqdm_kwargs=shown) if large else DEFAULT_CALLBACK
+        )
         _count_sent()
     try:
         signed: str = fs.sign(remote, expiration=PRESIGN_SECONDS)

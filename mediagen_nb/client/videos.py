@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
-from mediagen_nb.client.core import POLL_SECONDS, Core, Paid
+from mediagen_nb.client.core import POLL_SECONDS, Paid
 from mediagen_nb.client.resources import ShortVideoJob, VideoOptions
 from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
@@ -55,7 +56,7 @@ class VideoEstimate:
         return f"<div>{escape(str(self))}</div>"
 
 
-class Videos(Core):
+class Videos(Catalog):
     """Operations of the topic-to-video API."""
 
     def video_estimate(self, seconds: float | None = None) -> Op[VideoEstimate]:

@@ -11,21 +11,29 @@ asks for a new variation. A Ctrl-C keeps what was started, in ``-o NAME``, the h
 ledger, and the re-run picks it up.
 """
 
-import difflib
-import functools
 import getpass
-import keyword
 import os
-from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
 from traitlets import Bool, Int, Unicode, observe
 
 from mediagen_nb.notebook import options, parsing
-from mediagen_nb.notebook.live import Live, describe, is_rich, reused_note
+from mediagen_nb.notebook.cells import (
+    MagicError,
+    Started,
+    follow,
+    friendly,
+    model_of,
+    money,
+    output_name,
+    raise_unless,
+    replicate_options,
+    store,
+    video_summary,
+)
+from mediagen_nb.notebook.live import describe, is_rich
 from mediagen_nb.notebook.options import (
     GENERATE_FLAGS,
     KINDS,
@@ -36,131 +44,6 @@ from mediagen_nb.notebook.options import (
 )
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
-
-
-class MagicError(UsageError):
-    """A magic's failure: one line ``Kind: message`` as the cell's error output, no traceback.
-
-    A subclass (not IPython's UsageError itself, which only prints to stderr) so that Jupyter gets an
-    error output: the cell fails, Run All stops, and nbval sees it.
-    """
-
-    def __init__(self, message: str, kind: str = "UsageError") -> None:
-        super().__init__(message)
-        self.kind = kind
-
-    def _render_traceback_(self) -> list[str]:
-        return [f"{self.kind}: {self}"]
-
-
-def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn every failure into one MagicError line: the message, no traceback."""
-
-    @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from mediagen_nb.client import MediagenError
-
-        __tracebackhide__ = True  # IPython shows none of our frames
-        try:
-            return method(*args, **kwargs)
-        except MagicError:
-            raise
-        except (parsing.OptionError, UsageError) as exc:
-            raise MagicError(str(exc)) from None
-        except MediagenError as exc:
-            raise MagicError(str(exc), type(exc).__name__) from None
-        except KeyboardInterrupt as exc:  # stop the cell (and Run All), with what was kept, not our frames
-            raise KeyboardInterrupt(*exc.args) from None
-
-    return wrapper
-
-
-def _output_name(flags: dict[str, Any]) -> str | None:
-    """The ``-o NAME`` asked for; a bad name is refused before anything is sent or charged."""
-    name = flags.get("-o") or flags.get("--output")
-    if name is not None and (not str(name).isidentifier() or keyword.iskeyword(str(name))):
-        raise MagicError(f"-o {name!r}: give a Python variable name")
-    return None if name is None else str(name)
-
-
-def _store(shell: Any, flags: dict[str, Any], value: Any) -> Any:
-    name = _output_name(flags)
-    if name is not None:
-        shell.user_ns[name] = value
-    return value
-
-
-def _model(client: Any, model_id: str) -> Any:
-    """The catalog model ``model_id``; an unknown id is one short line with a "did you mean", not 130 ids."""
-    from mediagen_nb.client import NotFoundError
-
-    try:
-        return client.model(model_id)
-    except NotFoundError as exc:
-        if not exc.message.startswith("Model not found"):
-            raise
-        ids = [m.id for m in client.models()]
-        close = difflib.get_close_matches(model_id, ids, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise MagicError(
-            f"404 Model not found: {model_id!r}{hint} (%mediagen models lists all {len(ids)})",
-            "NotFoundError",
-        ) from None
-
-
-class _Started:
-    """What a cell has started so far, so a Ctrl-C can keep it (variable, history) before stopping."""
-
-    def __init__(self, shell: Any, flags: dict[str, Any], live: Live) -> None:
-        self.shell, self.flags, self.live = shell, flags, live
-        self.item: Any = None
-
-    def update(self, item: Any) -> None:
-        self.item = item
-        self.live.update(item)
-
-    def keep(self) -> Any:
-        """Store and remember what was started (a Ctrl-C or the end of the cell)."""
-        if self.item is not None:
-            _store(self.shell, self.flags, self.item)
-            SESSION.remember(self.item)
-        return self.item
-
-    def interrupted(self) -> str:
-        """Keep what started and say so (the live line, and the message of the KeyboardInterrupt)."""
-        item = self.keep()
-        if item is None:
-            line = "stopped; if the start was sent, running the cell again resumes it at no charge"
-        else:
-            line = (
-                f"interrupted: {item.id} is still {item.status} and stays charged; run the cell again "
-                "to pick it up at no charge"
-            )
-        self.live.close(line, ok=False)
-        return line
-
-
-def _follow(
-    shell: Any,
-    flags: dict[str, Any],
-    title: str,
-    steps: Callable[[_Started], Any],
-    summary: Callable[[Any], tuple[str, bool]],
-) -> Any:
-    """Run ``steps`` under a live status line ending in ``summary(result)``; a Ctrl-C keeps what started."""
-    live = Live(shell, title)
-    started = _Started(shell, flags, live)
-    try:
-        steps(started)
-    except KeyboardInterrupt:
-        raise KeyboardInterrupt(started.interrupted()) from None
-    except BaseException:
-        started.keep()
-        live.close("stopped", ok=False)
-        raise
-    result = started.keep()
-    live.close(*summary(result))
-    return result
 
 
 @magics_class
@@ -214,13 +97,13 @@ class MediagenMagics(Magics):
         if not words:
             raise MagicError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
         client = SESSION.client
-        model = _model(client, words[0])
+        model = model_of(client, words[0])
         namespace = self._user_ns
         options = parsing.parse_fields(
             words[1:], model.id, model.properties, GENERATE_FLAGS, namespace, pairs=cell is None
         )
         flags = options.flags
-        _output_name(flags)
+        output_name(flags)
         inputs = options.inputs
         if cell is not None and cell.strip():
             main = parsing.main_text_field(model.properties, model.required)
@@ -231,9 +114,9 @@ class MediagenMagics(Magics):
             inputs["quality"] = self.quality
         self._defaults(flags)
         if flags.get("--estimate"):
-            return _store(self.shell, flags, client.estimate(model.id, inputs))
+            return store(self.shell, flags, client.estimate(model.id, inputs))
 
-        def steps(started: _Started) -> None:
+        def steps(started: Started) -> None:
             with via("magic"):
                 started.update(client.run(model.id, inputs, reuse=True, fresh=bool(flags.get("--fresh"))))
             if not flags.get("--no-wait") and not started.item.done:
@@ -241,10 +124,10 @@ class MediagenMagics(Magics):
 
         def summary(result: Any) -> tuple[str, bool]:
             failed = result.status == "failed"  # a failed run's creditsSpent is the amount refunded
-            money = _money(result) + (" refunded" if failed and not result.reused else "")
-            return f"{describe(result)} · {money}", not failed
+            cost = money(result) + (" refunded" if failed and not result.reused else "")
+            return f"{describe(result)} · {cost}", not failed
 
-        return _raise_unless(flags, _follow(self.shell, flags, model.id, steps, summary))
+        return raise_unless(flags, follow(self.shell, flags, model.id, steps, summary))
 
     @property
     def _user_ns(self) -> dict[str, Any]:
@@ -284,7 +167,7 @@ class MediagenMagics(Magics):
             raise MagicError("usage: %replicate URL [--model ...] [--quality ...] [--clips 0,2,5] [-o NAME]")
         url = str(parsing.interpolate_value(words[0], self._user_ns))
         flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self._user_ns).flags
-        _output_name(flags)
+        output_name(flags)
         self._defaults(flags)
         body = run_body(  # every option checked here, before the analysis charges its 5 credits
             model_id=flags.get("--model"),
@@ -300,7 +183,7 @@ class MediagenMagics(Magics):
         if flags.get("--estimate"):
             return self._replicate_estimate(client, url, body, flags)
 
-        def steps(started: _Started) -> None:
+        def steps(started: Started) -> None:
             with via("replication"):
                 started.update(client.analyze(url, reuse=True))
                 started.update(client.wait_analysis(started.item, on_update=started.update))
@@ -311,17 +194,17 @@ class MediagenMagics(Magics):
                 if flags.get("--analyze"):
                     return
                 run = client.replicate(
-                    analysis.id, **_replicate_options(body), reuse=True, fresh=bool(flags.get("--fresh"))
+                    analysis.id, **replicate_options(body), reuse=True, fresh=bool(flags.get("--fresh"))
                 )
                 started.update(run)
                 started.update(client.wait_replication(run, on_update=started.update))
 
         def summary(result: Any) -> tuple[str, bool]:
             if flags.get("--analyze"):
-                return f"analysis ready; nothing rendered (--analyze) · {_money(result)}", True
-            return f"{describe(result)} · {_money(result)}", result.status == "done"
+                return f"analysis ready; nothing rendered (--analyze) · {money(result)}", True
+            return f"{describe(result)} · {money(result)}", result.status == "done"
 
-        return _raise_unless(flags, _follow(self.shell, flags, "replicate", steps, summary))
+        return raise_unless(flags, follow(self.shell, flags, "replicate", steps, summary))
 
     def _replicate_estimate(self, client: Any, url: str, body: dict[str, Any], flags: dict[str, Any]) -> Any:
         """The render's price from an earlier analysis of the link, or what the analysis costs: no charge."""
@@ -331,7 +214,7 @@ class MediagenMagics(Magics):
         analysis = client.analysis_of(url)
         if analysis is not None and analysis.status == "ready":
             self._show_plan(analysis, body)
-            return _store(self.shell, flags, analysis)
+            return store(self.shell, flags, analysis)
         models = {m.id: m for m in client.models()}
         model = models.get(str(body.get("modelId", rules.DEFAULTS["modelId"])))
         per_clip = (
@@ -398,7 +281,7 @@ class MediagenMagics(Magics):
         from mediagen_nb.client.ledger import via
 
         flags = parsing.parse_fields(parsing.split(line), "make_video", {}, VIDEO_FLAGS, self._user_ns).flags
-        _output_name(flags)
+        output_name(flags)
         seconds = flags.get("--seconds")
         try:
             seconds = float(seconds) if seconds is not None else None
@@ -406,10 +289,10 @@ class MediagenMagics(Magics):
             raise MagicError(f"--seconds {seconds!r}: give a number from 20 to 180") from None
         client = SESSION.client
         if flags.get("--estimate"):
-            return _store(self.shell, flags, client.video_estimate(seconds))
+            return store(self.shell, flags, client.video_estimate(seconds))
         topic = parsing.interpolate(cell.strip(), self._user_ns) or None
 
-        def steps(started: _Started) -> None:
+        def steps(started: Started) -> None:
             with via("topic-to-video"):
                 job = client.make_video(
                     topic,
@@ -426,7 +309,7 @@ class MediagenMagics(Magics):
                 started.update(job)
                 started.update(client.wait_job(job, on_update=started.update))
 
-        return _raise_unless(flags, _follow(self.shell, flags, "make_video", steps, _video_summary))
+        return raise_unless(flags, follow(self.shell, flags, "make_video", steps, video_summary))
 
     # -- %mediagen ----------------------------------------------------------------------------
 
@@ -479,13 +362,13 @@ class MediagenMagics(Magics):
     def _cmd_model(self, words: list[str]) -> Any:
         if len(words) != 1:
             raise MagicError("usage: %mediagen model ID")
-        return _model(SESSION.client, words[0])
+        return model_of(SESSION.client, words[0])
 
     def _cmd_estimate(self, words: list[str]) -> Any:
         if not words:
             raise MagicError("usage: %mediagen estimate MODEL field=value ...")
         client = SESSION.client
-        model = _model(client, words[0])
+        model = model_of(client, words[0])
         options = parsing.parse_fields(words[1:], model.id, model.properties, {}, self._user_ns, pairs=True)
         return client.estimate(model.id, options.inputs)
 
@@ -552,10 +435,10 @@ class MediagenMagics(Magics):
             REEDIT_FLAGS,
             self._user_ns,
         ).flags
-        _output_name(flags)
+        output_name(flags)
         client = SESSION.client
 
-        def steps(started: _Started) -> None:
+        def steps(started: Started) -> None:
             with via("topic-to-video"):
                 job = client.reedit(
                     str(job_id),
@@ -566,45 +449,7 @@ class MediagenMagics(Magics):
                 started.update(job)
                 started.update(client.wait_job(job, on_update=started.update))
 
-        return _raise_unless(flags, _follow(self.shell, flags, "reedit", steps, _video_summary))
-
-
-def _replicate_options(body: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of ``Client.replicate`` from a checked replicate body."""
-    names = {
-        "modelId": "model_id",
-        "quality": "quality",
-        "accuracy": "accuracy",
-        "clips": "clips",
-        "characterImage": "character_image",
-        "captions": "captions",
-        "audio": "audio",
-        "marketingAspect": "marketing_aspect",
-    }
-    return {names[key]: value for key, value in body.items()}
-
-
-def _money(item: Any) -> str:
-    """What a result cost, or that it was reused at no charge."""
-    if getattr(item, "reused", False):
-        return reused_note(item)
-    credits = getattr(item, "credits_spent", None) or getattr(item, "credits_used", None)
-    return f"{credits} credits" if credits is not None else "charged per clip as it renders"
-
-
-def _raise_unless(flags: dict[str, Any], result: Any) -> Any:
-    """A failed result fails the cell (it is kept in ``-o NAME`` and the history), unless ``--no-raise``."""
-    from mediagen_nb.client import Generation, WorkFailed
-
-    if getattr(result, "status", None) == "failed" and not flags.get("--no-raise"):
-        if isinstance(result, Generation):
-            result.raise_for_status()
-        raise WorkFailed(result)
-    return result
-
-
-def _video_summary(result: Any) -> tuple[str, bool]:
-    return f"{describe(result)} · {_money(result)}", result.status == "done"
+        return raise_unless(flags, follow(self.shell, flags, "reedit", steps, video_summary))
 
 
 def load(shell: Any) -> None:

@@ -172,3 +172,12 @@ def test_a_generation_saves_its_output(service: Service, tmp_path: Path) -> None
     saved = generation.save(tmp_path / "teapot")  # the extension comes from the output
     assert saved == tmp_path / "teapot.png" and saved.read_bytes() == data
     assert generation.save(tmp_path / "copy.png").read_bytes() == data
+
+
+def test_captions_leave_out_a_runs_own_columns(service: Service, tmp_path: Path) -> None:
+    out = run_images(service, tmp_path, ["a green cup", "a grey cup"])
+    saved = out.mediagen.download(tmp_path / "media", progress=False)
+    page = saved.mediagen.preview()._repr_html_()
+    assert "prompt: a green cup" in page
+    for own in ("local_path", "download_error", "generation_id", "elapsed_s", "input", "status"):
+        assert f"{own}: " not in page  # a run's own columns are no caption (status is on its own line)

@@ -69,14 +69,14 @@ def test_the_same_cell_twice_is_one_charge_and_says_reused(nb: Notebook) -> None
 
 def test_reused_line_in_the_live_status(nb: Notebook, monkeypatch: pytest.MonkeyPatch) -> None:
     lines: list[str] = []
-    from mediagen_nb.notebook import magics
+    from mediagen_nb.notebook import cells
 
-    class Recorder(magics.Live):
+    class Recorder(cells.Live):
         def close(self, status: str, ok: bool = True) -> None:
             lines.append(status)
             super().close(status, ok)
 
-    monkeypatch.setattr(magics, "Live", Recorder)
+    monkeypatch.setattr(cells, "Live", Recorder)
     nb.ok("%%generate gpt-image-2 --quality low\na quiet pond")
     nb.ok("%%generate gpt-image-2 --quality low\na quiet pond")
     assert lines[0].endswith("· 3 credits") and "reused from " in lines[1]

@@ -1,0 +1,177 @@
+"""How a magic's cell runs: one-line errors that fail it, ``-o NAME``, a live status line that keeps
+what started on Ctrl-C, and failed results that fail the cell unless ``--no-raise``."""
+
+import difflib
+import functools
+import keyword
+from collections.abc import Callable
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from mediagen_nb.notebook import parsing
+from mediagen_nb.notebook.live import Live, describe, reused_note
+from mediagen_nb.notebook.session import SESSION
+
+
+class MagicError(UsageError):
+    """A magic's failure: one line ``Kind: message`` as the cell's error output, no traceback.
+
+    A subclass (not IPython's UsageError itself, which only prints to stderr) so that Jupyter gets an
+    error output: the cell fails, Run All stops, and nbval sees it.
+    """
+
+    def __init__(self, message: str, kind: str = "UsageError") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{self.kind}: {self}"]
+
+
+def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn every failure into one MagicError line: the message, no traceback."""
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from mediagen_nb.client import MediagenError
+
+        __tracebackhide__ = True  # IPython shows none of our frames
+        try:
+            return method(*args, **kwargs)
+        except MagicError:
+            raise
+        except (parsing.OptionError, UsageError) as exc:
+            raise MagicError(str(exc)) from None
+        except MediagenError as exc:
+            raise MagicError(str(exc), type(exc).__name__) from None
+        except KeyboardInterrupt as exc:  # stop the cell (and Run All), with what was kept, not our frames
+            raise KeyboardInterrupt(*exc.args) from None
+
+    return wrapper
+
+
+def output_name(flags: dict[str, Any]) -> str | None:
+    """The ``-o NAME`` asked for; a bad name is refused before anything is sent or charged."""
+    name = flags.get("-o") or flags.get("--output")
+    if name is not None and (not str(name).isidentifier() or keyword.iskeyword(str(name))):
+        raise MagicError(f"-o {name!r}: give a Python variable name")
+    return None if name is None else str(name)
+
+
+def store(shell: Any, flags: dict[str, Any], value: Any) -> Any:
+    name = output_name(flags)
+    if name is not None:
+        shell.user_ns[name] = value
+    return value
+
+
+def model_of(client: Any, model_id: str) -> Any:
+    """The catalog model ``model_id``; an unknown id is one short line with a "did you mean", not 130 ids."""
+    from mediagen_nb.client import NotFoundError
+
+    try:
+        return client.model(model_id)
+    except NotFoundError as exc:
+        if not exc.message.startswith("Model not found"):
+            raise
+        ids = [m.id for m in client.models()]
+        close = difflib.get_close_matches(model_id, ids, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise MagicError(
+            f"404 Model not found: {model_id!r}{hint} (%mediagen models lists all {len(ids)})",
+            "NotFoundError",
+        ) from None
+
+
+class Started:
+    """What a cell has started so far, so a Ctrl-C can keep it (variable, history) before stopping."""
+
+    def __init__(self, shell: Any, flags: dict[str, Any], live: Live) -> None:
+        self.shell, self.flags, self.live = shell, flags, live
+        self.item: Any = None
+
+    def update(self, item: Any) -> None:
+        self.item = item
+        self.live.update(item)
+
+    def keep(self) -> Any:
+        """Store and remember what was started (a Ctrl-C or the end of the cell)."""
+        if self.item is not None:
+            store(self.shell, self.flags, self.item)
+            SESSION.remember(self.item)
+        return self.item
+
+    def interrupted(self) -> str:
+        """Keep what started and say so (the live line, and the message of the KeyboardInterrupt)."""
+        item = self.keep()
+        if item is None:
+            line = "stopped; if the start was sent, running the cell again resumes it at no charge"
+        else:
+            line = (
+                f"interrupted: {item.id} is still {item.status} and stays charged; run the cell again "
+                "to pick it up at no charge"
+            )
+        self.live.close(line, ok=False)
+        return line
+
+
+def follow(
+    shell: Any,
+    flags: dict[str, Any],
+    title: str,
+    steps: Callable[[Started], Any],
+    summary: Callable[[Any], tuple[str, bool]],
+) -> Any:
+    """Run ``steps`` under a live status line ending in ``summary(result)``; a Ctrl-C keeps what started."""
+    live = Live(shell, title)
+    started = Started(shell, flags, live)
+    try:
+        steps(started)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(started.interrupted()) from None
+    except BaseException:
+        started.keep()
+        live.close("stopped", ok=False)
+        raise
+    result = started.keep()
+    live.close(*summary(result))
+    return result
+
+
+def replicate_options(body: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of ``Client.replicate`` from a checked replicate body."""
+    names = {
+        "modelId": "model_id",
+        "quality": "quality",
+        "accuracy": "accuracy",
+        "clips": "clips",
+        "characterImage": "character_image",
+        "captions": "captions",
+        "audio": "audio",
+        "marketingAspect": "marketing_aspect",
+    }
+    return {names[key]: value for key, value in body.items()}
+
+
+def money(item: Any) -> str:
+    """What a result cost, or that it was reused at no charge."""
+    if getattr(item, "reused", False):
+        return reused_note(item)
+    credits = getattr(item, "credits_spent", None) or getattr(item, "credits_used", None)
+    return f"{credits} credits" if credits is not None else "charged per clip as it renders"
+
+
+def raise_unless(flags: dict[str, Any], result: Any) -> Any:
+    """A failed result fails the cell (it is kept in ``-o NAME`` and the history), unless ``--no-raise``."""
+    from mediagen_nb.client import Generation, WorkFailed
+
+    if getattr(result, "status", None) == "failed" and not flags.get("--no-raise"):
+        if isinstance(result, Generation):
+            result.raise_for_status()
+        raise WorkFailed(result)
+    return result
+
+
+def video_summary(result: Any) -> tuple[str, bool]:
+    return f"{describe(result)} · {money(result)}", result.status == "done"
