@@ -102,6 +102,20 @@ class SQLiteStore:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT)
         self._lock = threading.Lock()
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                self._set_up()
+                break
+            except sqlite3.OperationalError as exc:
+                # Switching a new file to WAL while another process does the same fails at once with
+                # "database is locked" (SQLite's busy timeout does not cover it): try again shortly.
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    self._db.close()
+                    raise
+                time.sleep(0.01)
+
+    def _set_up(self) -> None:
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=OFF")  # a lost stamp after a power cut costs nothing

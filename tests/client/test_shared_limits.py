@@ -102,6 +102,7 @@ def finish(started: list[subprocess.Popen[str]], timeout: float = 120) -> list[s
     for process in started:
         out, err = process.communicate(timeout=timeout)
         assert process.returncode == 0, err[-2000:]
+        assert "paces alone" not in err, err[-2000:]  # every worker shares the windows, none fell back
         outs.append(out + err)
     return outs
 
@@ -113,6 +114,33 @@ def new_key(sandbox: Sandbox, name: str) -> str:
 def test_two_processes_on_one_key_share_its_window(service: Sandbox, tmp_path: Path) -> None:
     finish(workers(service, [service.demo_key] * 2, "estimate", PER_WORKER, str(tmp_path / "limits.sqlite")))
     assert over_limit(service) == (0, 0)
+
+
+OPEN = """
+import sys, time
+from mediagen_nb.client.limits_store import SQLiteStore
+go = float(sys.argv[2])
+while time.time() < go:
+    pass
+SQLiteStore(sys.argv[1])
+"""
+
+
+def test_processes_opening_a_new_limits_file_at_once_all_share_it(tmp_path: Path) -> None:
+    """A new file is switched to WAL by whoever comes first; the others wait, none paces alone."""
+    for attempt in range(5):
+        shared, go = tmp_path / f"{attempt}.sqlite", time.time() + 1.0
+        started = [
+            subprocess.Popen(
+                [sys.executable, "-W", "error", "-c", OPEN, str(shared), str(go)],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        for process in started:
+            _, err = process.communicate(timeout=60)
+            assert process.returncode == 0, err[-2000:]
 
 
 def test_without_sharing_the_same_two_processes_meet_429s(service: Sandbox) -> None:
