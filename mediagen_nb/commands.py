@@ -1,8 +1,9 @@
-"""One-shot commands of ``mediagen``: models, model, estimate, generate, wait, usage.
+"""One-shot commands of ``mediagen``: models, model, estimate, generate, wait, download, usage.
 
 Each uses the one connection (``mediagen_nb.current()``: the environment's key and address, else the
 embedded sandbox) and the one ledger, prints readable text or, with ``--json``, one JSON document,
-and exits 0 (done), 1 (the generation failed or is still running) or 2 (refused: nothing was charged).
+and exits 0 (done), 1 (the generation failed or is still running, or its outputs could not be saved)
+or 2 (refused: nothing was charged).
 """
 
 import argparse
@@ -93,12 +94,13 @@ def estimate(args: argparse.Namespace) -> int:
 def _result(args: argparse.Namespace, generation: Any) -> int:
     """Print a generation (and save its outputs with --download); the exit code of its status."""
     from mediagen_nb.client.resources import wire_of
+    from mediagen_nb.client.transport import save
 
     saved = []
     if getattr(args, "download", None) and generation.status == "succeeded":
         folder = Path(args.download)
         for number, url in enumerate(generation.urls):
-            saved.append(str(_save(url, folder / _name(generation, number, url))))
+            saved.append(str(save(url, folder / _name(generation, number, url))))
     money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
     lines = [f"{generation.id}  {generation.model_id}  {generation.status}  {money}"]
     lines += [f"  {url}" for url in generation.urls] + [f"  saved {path}" for path in saved]
@@ -114,20 +116,6 @@ def _name(generation: Any, number: int, url: str) -> str:
     from mediagen_nb.protocol.schema import url_extension
 
     return f"{generation.id}{'-' + str(number) if number else ''}{url_extension(url) or '.bin'}"
-
-
-def _save(url: str, target: Path) -> Path:
-    import httpx
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with httpx.stream("GET", url, timeout=120, follow_redirects=True) as response:
-        response.raise_for_status()
-        partial = target.with_name(target.name + ".part")
-        with partial.open("wb") as out:
-            for chunk in response.iter_bytes():
-                out.write(chunk)
-    partial.replace(target)
-    return target
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -146,6 +134,14 @@ def generate(args: argparse.Namespace) -> int:
 def wait(args: argparse.Namespace) -> int:
     from mediagen_nb.client import current
 
+    return _result(args, current().wait(args.id, timeout=args.timeout))
+
+
+def download(args: argparse.Namespace) -> int:
+    """Save a generation's outputs (waiting for it first if it is still running); never charges."""
+    from mediagen_nb.client import current
+
+    args.download = args.folder
     return _result(args, current().wait(args.id, timeout=args.timeout))
 
 
@@ -183,8 +179,12 @@ def parser(prog: str, command: str) -> argparse.ArgumentParser:
             p.add_argument("--download", type=Path, help="save the outputs in this folder")
             p.add_argument("--no-wait", action="store_true", help="print the started generation and return")
             p.add_argument("--fresh", action="store_true", help="a new one even if this input ran before")
-    elif command == "wait":
+    elif command in ("wait", "download"):
         p.add_argument("id", help="a generation id")
+        if command == "wait":
+            p.add_argument("--download", type=Path, help="save the outputs in this folder")
+        else:
+            p.add_argument("folder", nargs="?", type=Path, default=Path("."), help="where (default: here)")
         p.add_argument("--timeout", type=float, help="give up after this many seconds (it goes on)")
     return p
 
@@ -195,13 +195,14 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "estimate": (estimate, "what a run would charge (never charges)"),
     "generate": (generate, "run a model (the same input again: reused, no charge; --fresh for a new one)"),
     "wait": (wait, "wait for a generation to end"),
+    "download": (download, "save a generation's outputs in a folder (named by its id)"),
     "usage": (usage, "this month's runs and credits, from the ledger"),
 }
 
 
 def main(command: str, argv: list[str]) -> int:
     """Run one command; our errors are one line on stderr (exit 2, or 1 for a failed generation)."""
-    from mediagen_nb.client import GenerationError, MediagenError, WaitTimeout
+    from mediagen_nb.client import DownloadFailed, GenerationError, MediagenError, WaitTimeout
     from mediagen_nb.notebook.parsing import OptionError
 
     args = parser("mediagen", command).parse_args(argv)
@@ -214,7 +215,7 @@ def main(command: str, argv: list[str]) -> int:
     except OptionError as exc:
         print(f"mediagen {command}: {exc}", file=sys.stderr)
         return REFUSED
-    except (GenerationError, WaitTimeout) as exc:
+    except (GenerationError, WaitTimeout, DownloadFailed) as exc:
         print(f"mediagen {command}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return FAILED
     except MediagenError as exc:

@@ -10,10 +10,9 @@ import argparse
 from importlib import resources
 from pathlib import Path
 
-import httpx
-
 from mediagen_nb.client import Client, Generation, current
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.protocol.schema import url_extension
 
 FACE_PROMPT = "Studio portrait of a friendly science presenter looking into the camera, soft light"
 SCRIPT = "Hi! In the next minute I'll show you how a picture, a voice and a video come together."
@@ -39,15 +38,10 @@ def three_step_chain(client: Client, voice_sample: str, *, resolution: str = "48
 
 def download(generations: list[Generation], folder: Path) -> list[Path]:
     """Save each output next to the others, so the results outlive the embedded sandbox."""
-    folder.mkdir(parents=True, exist_ok=True)
-    saved = []
-    with httpx.Client(follow_redirects=True, timeout=60) as http:
-        for number, generation in enumerate(generations, 1):
-            suffix = Path(str(generation.url).split("?", 1)[0]).suffix or ".bin"
-            target = folder / f"{number}-{generation.model_id}{suffix}"
-            target.write_bytes(http.get(str(generation.url)).raise_for_status().content)
-            saved.append(target)
-    return saved
+    return [
+        generation.save(folder / f"{n}-{generation.model_id}{url_extension(str(generation.url)) or '.bin'}")
+        for n, generation in enumerate(generations, 1)
+    ]
 
 
 def bundled_prompts() -> Path:

@@ -115,3 +115,26 @@ def test_a_failed_generation_exits_1_and_a_mistake_exits_2_with_nothing_charged(
     unknown = mediagen(sandbox, tmp_path, "model", "gpt-image-9")
     assert unknown.returncode == 2 and "NotFoundError" in unknown.stderr
     assert len(charges(sandbox)) == before
+
+
+def test_download_saves_a_started_generation_once_it_ends_and_charges_nothing(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    started = mediagen(sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a kite", "--no-wait", "--json")
+    assert started.returncode == 0, started.stderr
+    generation = json.loads(started.stdout)["id"]
+    before = len(charges(sandbox))
+    saved = mediagen(sandbox, tmp_path, "download", generation, "kites")
+    assert saved.returncode == 0, saved.stderr
+    [file] = (tmp_path / "kites").iterdir()  # named by the id, whole (no .part left)
+    assert (
+        file.name.startswith(generation)
+        and file.stat().st_size > 0
+        and f"saved kites/{file.name}" in saved.stdout
+    )
+    waited = mediagen(sandbox, tmp_path, "wait", generation, "--download", "again", "--json")
+    assert json.loads(waited.stdout)["saved"] == [f"again/{file.name}"]
+    assert (tmp_path / "again" / file.name).read_bytes() == file.read_bytes()
+    assert len(charges(sandbox)) == before
+    unknown = mediagen(sandbox, tmp_path, "download", "00000000-0000-4000-8000-000000000000")
+    assert unknown.returncode == 2 and "NotFoundError" in unknown.stderr

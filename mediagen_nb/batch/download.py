@@ -7,7 +7,6 @@ the model, the input, the generation id, the credits, the status, where it came 
 URL that fails is reported in ``download_error`` and a summary line; the other files are saved.
 """
 
-import asyncio
 import hashlib
 import json
 import re
@@ -15,13 +14,15 @@ import string
 import sys
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 
-from mediagen_nb.batch import loop
+from mediagen_nb.client.errors import DownloadFailed
+from mediagen_nb.client.transport import save
 from mediagen_nb.protocol.schema import url_extension
 
 CONCURRENT = 8
@@ -109,33 +110,27 @@ def sidecar(record: Mapping[str, Any], column: str, url: str, model: str | None)
     }
 
 
-async def _fetch_all(jobs: dict[int, tuple[str, Path]], progress: bool) -> dict[int, str]:
-    """Save each job's URL to its file; the error of each one that failed, by position."""
+def _fetch_all(jobs: dict[int, tuple[str, Path]], progress: bool) -> dict[int, str]:
+    """Save each job's URL to its file, several at once; the error of each one that failed, by position."""
     bar = None
     if progress and jobs:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), desc="download", unit="file")
-    gate = asyncio.Semaphore(CONCURRENT)
     failed: dict[int, str] = {}
-    async with httpx.AsyncClient(follow_redirects=True, timeout=120) as http:
 
-        async def one(position: int, url: str, target: Path) -> None:
-            async with gate:
-                if not target.exists():
-                    try:
-                        response = await http.get(url)
-                        response.raise_for_status()
-                    except httpx.HTTPError as exc:
-                        failed[position] = f"{type(exc).__name__}: {exc}"[:200]
-                    else:
-                        partial = target.with_suffix(target.suffix + ".part")
-                        partial.write_bytes(response.content)
-                        partial.replace(target)  # a crash never leaves a half file under the real name
-                if bar is not None:
-                    bar.update(1)
+    def one(http: httpx.Client, position: int, url: str, target: Path) -> None:
+        if not target.exists():
+            try:
+                save(url, target, http=http)  # streamed; no half file under the real name
+            except DownloadFailed as exc:
+                failed[position] = str(exc)
+        if bar is not None:
+            bar.update(1)
 
-        await asyncio.gather(*(one(p, url, target) for p, (url, target) in jobs.items()))
+    with httpx.Client(follow_redirects=True, timeout=120) as http, ThreadPoolExecutor(CONCURRENT) as pool:
+        for done in [pool.submit(one, http, p, url, target) for p, (url, target) in jobs.items()]:
+            done.result()
     if bar is not None:
         bar.close()
     return failed
@@ -158,7 +153,7 @@ def download(
     folder = Path(folder)
     jobs = targets(df, folder, column, name)
     folder.mkdir(parents=True, exist_ok=True)
-    failed = loop.submit(_fetch_all(jobs, progress)).result()
+    failed = _fetch_all(jobs, progress)
     records = _records(df)
     model = df.attrs.get("mediagen_models", {}).get(column.removesuffix("output_url"))
     for position, (url, target) in jobs.items():

@@ -14,6 +14,7 @@ library's frames (``_render_traceback_``, IPython's hook for that).
     ├── ConnectionFailed            no (whole) response: refused, timed out, broken
     ├── ServiceResponseError        a response that is not what the spec says (a field, a size)
     ├── LedgerError                 the ledger file cannot be read or written (client.ledger)
+    ├── DownloadFailed              an output could not be saved: gone, too large, not writable
     ├── APIError                    the service answered with an error status
     │   ├── BadRequestError         400
     │   │   ├── ValidationError     an input the schema refuses (status None: refused here)
@@ -176,6 +177,11 @@ class CapacityError(APIError):
     """503: the model is at capacity; credits were refunded; retried with backoff."""
 
     retryable = True
+
+
+class DownloadFailed(MediagenError):
+    """An output could not be saved: its URL answered with an error, it is too large, or the file
+    cannot be written. The generation itself is unharmed; saving it again costs nothing."""
 
 
 class ConnectionFailed(MediagenError):

@@ -8,11 +8,12 @@ deadline (the time the service may hold it, plus a margin) and no response body 
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any
 
 import httpx
 
-from mediagen_nb.client.errors import ServiceResponseError
+from mediagen_nb.client.errors import DownloadFailed, ServiceResponseError
 
 MAX_BODY = 32 * 2**20  # bytes; the service's answers are JSON of kilobytes, the catalog well under 1 MB
 _DROPPED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
@@ -96,19 +97,68 @@ async def asend(http: httpx.AsyncClient, request: httpx.Request, deadline: float
         raise DeadlineExceeded(f"no whole answer within {deadline:.0f} s", request=request) from None
 
 
-MAX_MEDIA = 2**31  # bytes of one output file read whole (a long 1080p video is well under)
+MAX_MEDIA = 2**31  # bytes of one output file (a long 1080p video is well under)
+
+
+def _media_url(url: str) -> str:
+    if not url.startswith(("https://", "http://")):
+        raise DownloadFailed(f"not an http(s) media URL: {url[:80]!r}")
+    return url
+
+
+def _grown(url: str, size: int) -> None:
+    if size > MAX_MEDIA:
+        raise DownloadFailed(f"{url[:80]} is over {MAX_MEDIA:,} bytes, more than any output: not saved")
+
+
+def _failed(url: str, exc: Exception) -> DownloadFailed:
+    if isinstance(exc, httpx.HTTPStatusError):
+        answer = exc.response
+        return DownloadFailed(
+            f"cannot save {url[:80]}: it answered {answer.status_code} {answer.reason_phrase}"
+        )
+    return DownloadFailed(f"cannot save {url[:80]}: {type(exc).__name__}: {exc}"[:300])
 
 
 def fetch(url: str, timeout: float = 300.0) -> bytes:
     """The bytes at a media URL (an output), following redirects; refused past ``MAX_MEDIA``."""
-    if not url.startswith(("https://", "http://")):
-        raise ServiceResponseError(f"not an http(s) media URL: {url[:80]!r}")
-    with httpx.stream("GET", url, follow_redirects=True, timeout=timeout) as response:
-        response.raise_for_status()
-        chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > MAX_MEDIA:
-                raise ServiceResponseError(f"{url[:80]} is over {MAX_MEDIA:,} bytes; download it in parts")
-            chunks.append(chunk)
+    try:
+        with httpx.stream("GET", _media_url(url), follow_redirects=True, timeout=timeout) as response:
+            response.raise_for_status()
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                _grown(url, size)
+                chunks.append(chunk)
+    except httpx.HTTPError as exc:
+        raise _failed(url, exc) from None
     return b"".join(chunks)
+
+
+def _part(target: Path) -> Path:
+    """Where ``target`` is written first: renamed when whole, so no half file ever has its name."""
+    return target.with_name(target.name + ".part")
+
+
+def save(url: str, target: Path, *, http: httpx.Client | None = None, timeout: float = 300.0) -> Path:
+    """Stream the output at ``url`` into ``target`` (never whole in memory); DownloadFailed if not.
+
+    ``http`` shares one connection pool among many saves (one client may serve several threads).
+    """
+    partial = _part(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with (http or httpx).stream(
+            "GET", _media_url(url), follow_redirects=True, timeout=timeout
+        ) as response:
+            response.raise_for_status()
+            with partial.open("wb") as out:
+                for chunk in response.iter_bytes():
+                    out.write(chunk)
+                    _grown(url, out.tell())
+        partial.replace(target)
+    except (httpx.HTTPError, OSError) as exc:
+        raise _failed(url, exc) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return target

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
+import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,18 +86,20 @@ def test_download_saves_files_concurrently_and_adds_local_path(
     assert sorted(out["status"]) == ["failed"] + ["succeeded"] * 9
     lost = int(out.index[out["status"] == "failed"][0])
     in_flight = {"now": 0, "most": 0}
-    original = httpx.AsyncClient.get
+    original, counting = httpx.Client.send, threading.Lock()
 
-    async def counted(self: httpx.AsyncClient, url: Any, **kwargs: Any) -> httpx.Response:
-        in_flight["now"] += 1
-        in_flight["most"] = max(in_flight["most"], in_flight["now"])
+    def counted(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        with counting:
+            in_flight["now"] += 1
+            in_flight["most"] = max(in_flight["most"], in_flight["now"])
         try:
-            await asyncio.sleep(0.01)  # hold the slot a moment so overlapping downloads are seen
-            return await original(self, url, **kwargs)
+            time.sleep(0.01)  # hold the slot a moment so overlapping downloads are seen
+            return original(self, request, **kwargs)
         finally:
-            in_flight["now"] -= 1
+            with counting:
+                in_flight["now"] -= 1
 
-    monkeypatch.setattr(httpx.AsyncClient, "get", counted)
+    monkeypatch.setattr(httpx.Client, "send", counted)  # httpx's, under every download
     folder = tmp_path / "media"
     saved = out.mediagen.download(folder, progress=False)
     assert in_flight["most"] > 1  # several files at once
@@ -157,7 +161,7 @@ def test_download_names_stay_the_same_from_a_restarted_sandbox(service: Service,
 
 def test_a_generation_saves_its_output(service: Service, tmp_path: Path) -> None:
     out = run_images(service, tmp_path, ["a single teapot"])
-    from mediagen_nb.client import Generation
+    from mediagen_nb.client import DownloadFailed, Generation
 
     generation = Generation.from_api(
         {
@@ -172,6 +176,10 @@ def test_a_generation_saves_its_output(service: Service, tmp_path: Path) -> None
     saved = generation.save(tmp_path / "teapot")  # the extension comes from the output
     assert saved == tmp_path / "teapot.png" and saved.read_bytes() == data
     assert generation.save(tmp_path / "copy.png").read_bytes() == data
+    gone = replace(generation, output={"type": "image", "urls": [out["output_url"][0] + "x"]})
+    with pytest.raises(DownloadFailed, match=r"cannot save .*: it answered 404"):
+        gone.save(tmp_path / "gone.png")
+    assert sorted(p.name for p in tmp_path.glob("gone*")) == []  # no half file, no .part left
 
 
 def test_captions_leave_out_a_runs_own_columns(service: Service, tmp_path: Path) -> None:

@@ -79,13 +79,15 @@ class Generation(Shown):
 
     def save(self, path: "str | os.PathLike[str]") -> Path:
         """Write the main output to ``path`` (the output's extension added when it has none)."""
+        from mediagen_nb.client.transport import save
+
+        if self.url is None:
+            self.bytes()  # says why there is nothing to save
+        url = str(self.url)
         target = Path(path)
-        data = self.bytes()
         if not target.suffix:
-            target = target.with_suffix(url_extension(self.url or "") or ".bin")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        return target
+            target = target.with_suffix(url_extension(url) or ".bin")
+        return save(url, target)
 
     @property
     def done(self) -> bool:
