@@ -63,9 +63,7 @@ def case(scale: float, rows: int, processes: int, limits_url: str, two_keys: boo
         for index, key in enumerate(keys):
             env = {
                 **os.environ,
-                "MEDIAGEN_API_KEY": key,
-                "MEDIAGEN_BASE_URL": str(sandbox.base_url),
-                "MEDIAGEN_TIME_SCALE": str(scale),
+                **sandbox.client_env(key),
                 "MEDIAGEN_LIMITS_URL": limits_url,
                 "MEDIAGEN_LEDGER": str(Path(tempfile.mkdtemp(prefix="mediagen-bench-")) / "ledger.sqlite"),
             }

@@ -32,14 +32,7 @@ def charges(sandbox: Sandbox) -> list[dict[str, object]]:
 
 def mediagen(sandbox: Sandbox, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
-    env.update(
-        {
-            "MEDIAGEN_BASE_URL": str(sandbox.base_url),
-            "MEDIAGEN_API_KEY": sandbox.demo_key,
-            "MEDIAGEN_TIME_SCALE": "600",
-            "MEDIAGEN_LEDGER": str(tmp_path / "ledger.sqlite"),
-        }
-    )
+    env.update({**sandbox.client_env(), "MEDIAGEN_LEDGER": str(tmp_path / "ledger.sqlite")})
     done = subprocess.run(
         [sys.executable, "-m", "mediagen_nb.cli", *argv],
         env=env,

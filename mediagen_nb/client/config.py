@@ -17,12 +17,10 @@ from urllib.parse import urlsplit
 
 from mediagen_nb.client.errors import ConfigurationError
 from mediagen_nb.client.pacing import Limits
+from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
-ENV_KEY = "MEDIAGEN_API_KEY"
 ENV_ACCOUNT = "MEDIAGEN_ACCOUNT"  # names the account of the keys, for its shared start limit
-ENV_BASE_URL = "MEDIAGEN_BASE_URL"
-ENV_TIME_SCALE = "MEDIAGEN_TIME_SCALE"  # of the sandbox at MEDIAGEN_BASE_URL, or of the embedded one
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
 
 

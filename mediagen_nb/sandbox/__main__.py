@@ -4,6 +4,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -52,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         f"mediagen sandbox running at {sandbox.base_url} "
         f"(time scale {args.time_scale:g}, seed {seed}; replay it with --seed {seed})"
     )
-    print(f"  export MEDIAGEN_BASE_URL={sandbox.base_url}")
-    print(f"  export MEDIAGEN_API_KEY={sandbox.demo_key}   # the sandbox's demo key, 3,000 credits")
-    print(f"  export MEDIAGEN_TIME_SCALE={args.time_scale:g}   # so clients pace themselves to this clock")
+    notes = {
+        ENV_KEY: "the sandbox's demo key, 3,000 credits",
+        ENV_TIME_SCALE: "so clients pace themselves to this clock",
+    }
+    for name, value in sandbox.client_env().items():
+        print(f"  export {name}={value}" + (f"   # {notes[name]}" if name in notes else ""))
     print("Press Ctrl-C to stop.", flush=True)
     try:
         sandbox.wait()

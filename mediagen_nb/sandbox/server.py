@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
 from mediagen_nb.sandbox.accounts import DEMO_KEY
 from mediagen_nb.sandbox.app import create_app
 from mediagen_nb.sandbox.pipeline import DroppedConnection
@@ -56,6 +57,17 @@ class Sandbox:
     def __repr__(self) -> str:
         where = self.base_url or "in-process"
         return f"<Sandbox {where} time_scale={self.config.time_scale:g} seed={self.world.seed}>"
+
+    def client_env(self, key: str | None = None) -> dict[str, str]:
+        """The environment that points a process's client at this served sandbox (with ``key``, else
+        the demo key), at this sandbox's time scale so the client paces itself to its clock."""
+        if self.base_url is None:
+            raise RuntimeError("the sandbox is not served: start() it first")
+        return {
+            ENV_BASE_URL: self.base_url,
+            ENV_KEY: key if key is not None else self.demo_key,
+            ENV_TIME_SCALE: f"{self.config.time_scale:g}",
+        }
 
     def transport(self) -> httpx.ASGITransport:
         """An httpx transport that calls the app directly (async clients only)."""

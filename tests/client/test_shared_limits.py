@@ -76,9 +76,7 @@ def workers(
     for index, key in enumerate(keys):
         env = {
             **os.environ,
-            "MEDIAGEN_API_KEY": key,
-            "MEDIAGEN_BASE_URL": str(sandbox.base_url),
-            "MEDIAGEN_TIME_SCALE": str(SCALE),
+            **sandbox.client_env(key),
             limits_store.ENV_LIMITS_URL: limits_url,
             "MEDIAGEN_LEDGER": str(Path(tempfile.mkdtemp(prefix="mediagen-ledger-")) / "ledger.sqlite"),
         }

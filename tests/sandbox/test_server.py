@@ -140,6 +140,21 @@ def test_context_manager() -> None:
     assert _refused(base + path("models"))
 
 
+def test_client_env_points_a_client_at_the_served_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The variables the sandbox gives out are the ones the client reads: it connects, at its pace."""
+    from mediagen_nb.client import Client
+
+    sandbox = Sandbox(SandboxConfig(time_scale=60, seed=1))
+    with pytest.raises(RuntimeError, match="start"):
+        sandbox.client_env()
+    with sandbox:
+        for name, value in sandbox.client_env().items():
+            monkeypatch.setenv(name, value)
+        with Client() as client:
+            assert client.base_url == sandbox.base_url and client.settings.limits.time_scale == 60
+            assert client.estimate("gpt-image-2", prompt="a heron", quality="high").credits == 25
+
+
 def test_repr_hides_the_demo_key() -> None:
     """repr() names where and how the sandbox runs, never the key or the webhook secret."""
     sandbox = Sandbox(SandboxConfig(seed=1, webhook_secret=b"very-secret-bytes"))
@@ -207,6 +222,7 @@ def test_module_cli_serves_and_stops_on_sigint(
     assert int(found.group(1)) > 0
     assert DEMO_KEY in output
     assert f"MEDIAGEN_BASE_URL={base}" in output
+    assert f"MEDIAGEN_API_KEY={DEMO_KEY} " in output and "MEDIAGEN_TIME_SCALE=60 " in output
     with httpx.Client(base_url=base, timeout=10) as client:
         assert len(client.get(path("models")).json()["data"][wire.MODELS_LIST]) == 130
         info = client.get(path("sandbox_info")).json()["data"]
