@@ -11,9 +11,12 @@ and the same input keeps the same Idempotency-Key.
 """
 
 import hashlib
+import json
+import math
 import os
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +34,8 @@ Target = str | Callable[[Path], str]
 _chosen: tuple[Target, dict[str, Any]] | None = None
 _lock = threading.Lock()
 _digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256
-_urls: dict[tuple[str, str], str] = {}  # (destination, name) -> URL: each file goes up once
+_urls: dict[tuple[str, str, str], tuple[str, float]] = {}  # (where, its options, name) -> (URL, good until)
+_sources: dict[str, str] = {}  # URL handed out -> the content-addressed name of the file it serves
 sent_files = 0  # uploads really sent by this process (the same file twice counts once)
 
 
@@ -123,7 +127,7 @@ def upload(field: str, path: Path, sandbox_url: str | None) -> str:
         chosen = (os.environ[ENV_UPLOAD_URL], {})
     name = name_of(path)
     if chosen is not None and callable(chosen[0]):
-        return str(chosen[0](path))
+        return _handed_out(str(chosen[0](path)), name)
     destination = str(chosen[0]) if chosen is not None else sandbox_url
     if destination is None:
         raise errors.ValidationError(
@@ -133,17 +137,42 @@ def upload(field: str, path: Path, sandbox_url: str | None) -> str:
             field=field,
             sent=False,
         )
+    options = chosen[1] if chosen is not None else {}
+    place = (destination, json.dumps(options, sort_keys=True, default=str), name)  # each file goes up once
     with _lock:
-        known = _urls.get((destination, name))
-    if known is not None:
-        return known
+        url, until = _urls.get(place, ("", 0.0))
+    if time.time() < until:
+        return url
     if chosen is None:
-        url = _to_sandbox(destination, name, path)
-    else:
-        url = _to_storage(str(chosen[0]), chosen[1], name, path)
+        url, until = _to_sandbox(destination, name, path), math.inf
+    else:  # signed again halfway through its life: a URL handed out is always good for days
+        url, until = _to_storage(destination, options, name, path), time.time() + PRESIGN_SECONDS / 2
     with _lock:
-        _urls[(destination, name)] = url
+        _urls[place] = (url, until)
+    return _handed_out(url, name)
+
+
+def _handed_out(url: str, name: str) -> str:
+    with _lock:
+        _sources[url] = name
     return url
+
+
+def stable(value: Any) -> Any:
+    """``value`` with each URL made here for a local file replaced by the file's content name.
+
+    What a start asks is derived from this (its Idempotency-Key): a presigned URL changes every
+    time it is signed, and a sandbox's URL with its port, but the file they serve does not.
+    """
+    if isinstance(value, str):
+        with _lock:
+            name = _sources.get(value)
+        return value if name is None else f"upload:{name}"
+    if isinstance(value, Mapping):
+        return {key: stable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [stable(item) for item in value]
+    return value
 
 
 def _count_sent() -> None:

@@ -6,6 +6,7 @@ length: ``zonos2`` charges 0.5 credits per second of its voice sample.
 """
 
 import socket
+import time
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,3 +190,34 @@ def test_s3_files_are_read_by_the_service_through_a_presigned_url(
         .list_objects_v2(Bucket="voices", Prefix="inputs/")
     )
     assert [o["Key"] for o in listed["Contents"]] == [f"inputs/{uploads.name_of(sample)}"]
+
+
+def test_a_rerun_after_a_restart_reuses_the_generation_made_from_an_s3_file(
+    client: Client, served: Sandbox, tmp_path: Path, s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A presigned URL changes each time it is signed; the Idempotency-Key follows the file's content."""
+    uploads.uploads("s3://voices/inputs", **s3["options"])
+    sample = voice(tmp_path, 20)
+    made = client.run("zonos2", {"text": "Hello, once", "audio": sample}, reuse=True)
+    monkeypatch.setattr(uploads, "_urls", {})  # a new kernel: nothing remembered, the file signed again
+    monkeypatch.setattr(uploads, "_sources", {})
+    time.sleep(1.1)  # a signature a second later is another URL
+    again = client.run("zonos2", {"text": "Hello, once", "audio": str(sample)}, reuse=True)
+    assert again.id == made.id and again.reused
+    assert charges(served)[made.id] == 10  # charged once, for 20 s
+    other = client.run("zonos2", {"text": "Hello, once", "audio": voice(tmp_path, 30)}, reuse=True)
+    assert other.id != made.id and charges(served)[other.id] == 15  # other content: its own generation
+
+
+def test_the_same_file_under_other_storage_options_is_put_there_not_reused(
+    tmp_path: Path, s3: dict[str, Any]
+) -> None:
+    """URLs are remembered per destination and its options: another endpoint gets its own URL."""
+    sample = voice(tmp_path, 5)
+    uploads.uploads("s3://voices/inputs", **s3["options"])
+    first = uploads.upload("audio", sample, None)
+    other = s3["endpoint"].replace("127.0.0.1", "localhost")
+    uploads.uploads("s3://voices/inputs", **{**s3["options"], "endpoint_url": other})
+    second = uploads.upload("audio", sample, None)
+    assert first.startswith(s3["endpoint"]) and second.startswith(other)
+    assert uploads.upload("audio", sample, None) == second  # and remembered there
