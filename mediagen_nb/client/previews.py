@@ -20,12 +20,13 @@ import importlib.util
 import os
 from urllib.parse import urlsplit
 
-import httpx
+from mediagen_nb.client.config import LOOPBACK_NAMES
+from mediagen_nb.client.errors import DownloadFailed
+from mediagen_nb.client.transport import MAX_MEDIA, fetch
 
 ENV_PREVIEW = "MEDIAGEN_PREVIEW"
 MODES = ("auto", "direct", "proxy", "inline")
 INLINE_LIMIT = 4 * 2**20  # bytes of one audio or video inlined; images are always small enough
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 MIME = {"image": "image/png", "audio": "audio/wav", "video": "video/mp4"}
 _EXTENSION_MIME = {
     ".png": "image/png",
@@ -66,7 +67,7 @@ def _resolved() -> str:
 def shown(url: str, kind: str | None) -> str:
     """The URL a browser should load for ``url`` (a ``kind`` of image, audio or video) in this mode."""
     parts = urlsplit(url)
-    if parts.scheme != "http" or parts.hostname not in LOOPBACK:
+    if parts.scheme != "http" or parts.hostname not in LOOPBACK_NAMES:
         return url
     mode = _resolved()
     if mode == "proxy" and parts.port is not None:
@@ -81,18 +82,12 @@ def shown(url: str, kind: str | None) -> str:
 def _inline(url: str, kind: str | None) -> str | None:
     """``url`` as a data: URI (read once per process), or None when too large or unreadable."""
     if url not in _inlined:
-        _inlined[url] = None
         try:
-            with httpx.stream("GET", url, timeout=30) as response:
-                response.raise_for_status()
-                data = b""
-                for chunk in response.iter_bytes():
-                    data += chunk
-                    if kind != "image" and len(data) > INLINE_LIMIT:
-                        return None
-        except httpx.HTTPError:
-            return None
-        suffix = os.path.splitext(urlsplit(url).path)[1].lower()
-        mime = _EXTENSION_MIME.get(suffix) or MIME.get(kind or "", "application/octet-stream")
-        _inlined[url] = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+            data = fetch(url, timeout=30, limit=MAX_MEDIA if kind == "image" else INLINE_LIMIT)
+        except DownloadFailed:
+            _inlined[url] = None
+        else:
+            suffix = os.path.splitext(urlsplit(url).path)[1].lower()
+            mime = _EXTENSION_MIME.get(suffix) or MIME.get(kind or "", "application/octet-stream")
+            _inlined[url] = f"data:{mime};base64,{base64.b64encode(data).decode()}"
     return _inlined[url]

@@ -106,9 +106,9 @@ def _media_url(url: str) -> str:
     return url
 
 
-def _grown(url: str, size: int) -> None:
-    if size > MAX_MEDIA:
-        raise DownloadFailed(f"{url[:80]} is over {MAX_MEDIA:,} bytes, more than any output: not saved")
+def _grown(url: str, size: int, limit: int = MAX_MEDIA) -> None:
+    if size > limit:
+        raise DownloadFailed(f"{url[:80]} is over {limit:,} bytes: not read further")
 
 
 def _failed(url: str, exc: Exception) -> DownloadFailed:
@@ -120,15 +120,15 @@ def _failed(url: str, exc: Exception) -> DownloadFailed:
     return DownloadFailed(f"cannot save {url[:80]}: {type(exc).__name__}: {exc}"[:300])
 
 
-def fetch(url: str, timeout: float = 300.0) -> bytes:
-    """The bytes at a media URL (an output), following redirects; refused past ``MAX_MEDIA``."""
+def fetch(url: str, timeout: float = 300.0, limit: int = MAX_MEDIA) -> bytes:
+    """The bytes at a media URL (an output), following redirects; DownloadFailed past ``limit``."""
     try:
         with httpx.stream("GET", _media_url(url), follow_redirects=True, timeout=timeout) as response:
             response.raise_for_status()
             chunks, size = [], 0
             for chunk in response.iter_bytes():
                 size += len(chunk)
-                _grown(url, size)
+                _grown(url, size, limit)
                 chunks.append(chunk)
     except httpx.HTTPError as exc:
         raise _failed(url, exc) from None
