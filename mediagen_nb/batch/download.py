@@ -155,12 +155,12 @@ def download(
     folder.mkdir(parents=True, exist_ok=True)
     failed = _fetch_all(jobs, progress)
     records = _records(df)
-    model = df.attrs.get("mediagen_models", {}).get(column.removesuffix("output_url"))
+    prefix = column.removesuffix("output_url")
+    model = df.attrs.get("mediagen_models", {}).get(prefix)
     for position, (url, target) in jobs.items():
         if position not in failed and sidecars:
             card = sidecar(records[position], column, url, model)
             target.with_name(target.name + ".json").write_text(json.dumps(card, indent=2, default=str))
-    prefix = column.removesuffix("output_url")
     out: pd.DataFrame = df.copy()
     out[prefix + "local_path"] = [
         str(jobs[p][1]) if p in jobs and p not in failed else None for p in range(len(records))

@@ -144,18 +144,15 @@ class Gallery:
         return f'<div style="{_GRID.format(w=self.width)}">{cards}</div>'
 
     def _facets(self, records: list[dict[str, Any]]) -> str:
-        def key(value: Any) -> str:
-            return _text(value)
-
-        row_values = list(dict.fromkeys(key(r.get(self.rows)) for r in records)) if self.rows else [""]
-        col_values = list(dict.fromkeys(key(r.get(self.cols)) for r in records)) if self.cols else [""]
         cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for record in records:
             spot = (
-                key(record.get(self.rows)) if self.rows else "",
-                key(record.get(self.cols)) if self.cols else "",
+                _text(record.get(self.rows)) if self.rows else "",
+                _text(record.get(self.cols)) if self.cols else "",
             )
             cells.setdefault(spot, []).append(record)
+        row_values = list(dict.fromkeys(r for r, _ in cells)) or [""]  # in the order they first appear
+        col_values = list(dict.fromkeys(c for _, c in cells)) or [""]
         head = "".join(f'<th style="{_TD}">{escape(c)}</th>' for c in col_values)
         lines = []
         for r in row_values:
