@@ -161,7 +161,7 @@ def test_download_names_stay_the_same_from_a_restarted_sandbox(service: Service,
 
 def test_a_generation_saves_its_output(service: Service, tmp_path: Path) -> None:
     out = run_images(service, tmp_path, ["a single teapot"])
-    from mediagen_nb.client import DownloadFailed, Generation
+    from mediagen_nb.client import DownloadFailed, Generation, GenerationFailed, MediagenError
 
     generation = Generation.from_api(
         {
@@ -180,6 +180,11 @@ def test_a_generation_saves_its_output(service: Service, tmp_path: Path) -> None
     with pytest.raises(DownloadFailed, match=r"cannot save .*: it answered 404"):
         gone.save(tmp_path / "gone.png")
     assert sorted(p.name for p in tmp_path.glob("gone*")) == []  # no half file, no .part left
+    running = replace(generation, status="processing", output=None)
+    with pytest.raises(MediagenError, match="no output yet .*wait\\(\\) for it first"):
+        running.save(tmp_path / "later")
+    with pytest.raises(GenerationFailed, match="the model broke"):
+        replace(generation, status="failed", output=None, error="the model broke").bytes()
 
 
 def test_captions_leave_out_a_runs_own_columns(service: Service, tmp_path: Path) -> None:

@@ -66,24 +66,26 @@ class Generation(Shown):
         """The main result (the first output URL), or None until success."""
         return self.urls[0] if self.urls else None
 
-    def bytes(self) -> bytes:
-        """The main output's bytes, downloaded now (raises GenerationFailed when there is none)."""
-        from mediagen_nb.client.transport import fetch
-
+    def _output(self) -> str:
+        """The main output's URL; GenerationFailed (or a wait hint) when there is none."""
         if self.url is None:
             self.raise_for_status()  # a failed one says why
             raise MediagenError(
                 f"{self.model_id} {self.id} has no output yet ({self.status}): wait() for it first"
             )
-        return fetch(self.url)
+        return self.url
+
+    def bytes(self) -> bytes:
+        """The main output's bytes, downloaded now (raises GenerationFailed when there is none)."""
+        from mediagen_nb.client.transport import fetch
+
+        return fetch(self._output())
 
     def save(self, path: "str | os.PathLike[str]") -> Path:
         """Write the main output to ``path`` (the output's extension added when it has none)."""
         from mediagen_nb.client.transport import save
 
-        if self.url is None:
-            self.bytes()  # says why there is nothing to save
-        url = str(self.url)
+        url = self._output()
         target = Path(path)
         if not target.suffix:
             target = target.with_suffix(url_extension(url) or ".bin")
