@@ -181,7 +181,7 @@ def test_a_generation_saves_its_output(service: Service, tmp_path: Path) -> None
         gone.save(tmp_path / "gone.png")
     assert sorted(p.name for p in tmp_path.glob("gone*")) == []  # no half file, no .part left
     running = replace(generation, status="processing", output=None)
-    with pytest.raises(MediagenError, match="no output yet .*wait\\(\\) for it first"):
+    with pytest.raises(MediagenError, match=r"no output yet .*wait\(\) for it first"):
         running.save(tmp_path / "later")
     with pytest.raises(GenerationFailed, match="the model broke"):
         replace(generation, status="failed", output=None, error="the model broke").bytes()
