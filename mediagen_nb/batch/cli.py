@@ -250,12 +250,9 @@ def sweep(args: argparse.Namespace) -> int:
 
 def _served_here(result: pd.DataFrame) -> bool:
     """Whether outputs come from a server on this machine (the embedded sandbox), not the service."""
-    from urllib.parse import urlsplit
+    from mediagen_nb.client.config import on_this_machine
 
-    from mediagen_nb.client.config import LOOPBACK_NAMES
-
-    urls = [u for u in result.get("output_url", []) if isinstance(u, str)]
-    return any(urlsplit(u).hostname in LOOPBACK_NAMES for u in urls)
+    return any(on_this_machine(u) for u in result.get("output_url", []) if isinstance(u, str))
 
 
 def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:

@@ -105,3 +105,13 @@ def table(df: Any) -> Table:
 
         return PolarsTable(df.collect() if isinstance(df, pl.LazyFrame) else df)
     raise TypeError(f"df must be a pandas or polars DataFrame, not {type(df).__name__}")
+
+
+def as_pandas(df: Any) -> Any:
+    """``df`` as a pandas DataFrame for what reads only pandas (the gallery, downloads)."""
+    if type(df).__module__.split(".", 1)[0] == "pandas":
+        return df
+    import pandas as pd
+
+    frame = table(df).native  # a LazyFrame collected
+    return pd.DataFrame(frame.to_dicts(), columns=frame.columns)

@@ -162,15 +162,11 @@ class SweepHandle:
     def preview(self, live: bool = False, **options: Any) -> Any:
         """The frame so far as a gallery (``df.mediagen.preview``'s options); ``live=True`` gives a widget
         that fills in as rows finish, redrawn from a thread of its own so the kernel stays free."""
+        from mediagen_nb.batch.frames import as_pandas
         from mediagen_nb.batch.gallery import Gallery
 
         def drawn() -> Gallery:
-            frame = self.frame()
-            if type(frame).__module__.split(".", 1)[0] != "pandas":  # polars: the gallery reads pandas
-                import pandas as pd
-
-                frame = pd.DataFrame(frame.to_dicts(), columns=frame.columns)
-            return Gallery(frame, **options)
+            return Gallery(as_pandas(self.frame()), **options)
 
         first = drawn()
         if not live:

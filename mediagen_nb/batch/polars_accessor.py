@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from mediagen_nb.batch.frames import as_pandas
+
 if TYPE_CHECKING:
     from mediagen_nb.batch import runner
     from mediagen_nb.batch.gallery import Gallery
@@ -46,23 +48,17 @@ class _Mediagen:
 
         return runner.submit(self._df, model, columns, **options)
 
-    def _pandas(self) -> Any:
-        import pandas as pd
-
-        frame = self._df.collect() if isinstance(self._df, pl.LazyFrame) else self._df
-        return pd.DataFrame(frame.to_dicts(), columns=frame.columns)
-
     def preview(self, columns: Sequence[str] | None = None, **options: Any) -> Gallery:
         """The frame's outputs inline, as ``df.mediagen.preview`` shows them."""
         from mediagen_nb.batch.gallery import Gallery
 
-        return Gallery(self._pandas(), columns, **options)
+        return Gallery(as_pandas(self._df), columns, **options)
 
     def download(self, folder: str | Path, column: str = "output_url", **options: Any) -> pl.DataFrame:
         """Save every output to ``folder``; returns the frame with a ``local_path`` column."""
         from mediagen_nb.batch.download import download
 
-        saved = download(self._pandas(), folder, column, **options)
+        saved = download(as_pandas(self._df), folder, column, **options)
         added = [c for c in saved.columns if c not in self._df.columns]
         frame = self._df.collect() if isinstance(self._df, pl.LazyFrame) else self._df
         return frame.with_columns([pl.Series(name, saved[name].tolist(), strict=False) for name in added])
