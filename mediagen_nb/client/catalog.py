@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from mediagen_nb.client import errors, uploads
 from mediagen_nb.client.checks import sendable
-from mediagen_nb.client.config import LOOPBACK_NAMES
+from mediagen_nb.client.config import LOOPBACK_NAMES, on_this_machine
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.steps import CATALOG, Call, Op, Record
@@ -87,8 +87,7 @@ class Catalog(Core):
 
     def sandbox_url(self) -> str | None:
         """The base URL of a sandbox to upload local files to (embedded, or served on this machine)."""
-        base = urlsplit(self.settings.base_url)
-        if self.settings.sandbox or (base.scheme == "http" and base.hostname in LOOPBACK_NAMES):
+        if self.settings.sandbox or on_this_machine(self.settings.base_url):
             return self.settings.base_url
         return None
 

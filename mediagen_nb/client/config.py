@@ -59,6 +59,12 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]", "0.0.0.0"}
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
+def on_this_machine(url: str) -> bool:
+    """Whether ``url`` is served over plain http from this machine (a sandbox), never the service."""
+    parts = urlsplit(url)
+    return parts.scheme == "http" and parts.hostname in LOOPBACK_NAMES
+
+
 def normalize_url(base_url: str) -> str:
     """One spelling of a service address: lowercase, no default port, no trailing slash, loopback as
     ``localhost`` (so ``127.0.0.1`` and ``localhost`` are the same service to the ledger)."""

@@ -20,7 +20,7 @@ import importlib.util
 import os
 from urllib.parse import urlsplit
 
-from mediagen_nb.client.config import LOOPBACK_NAMES
+from mediagen_nb.client.config import on_this_machine
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import MAX_MEDIA, fetch
 
@@ -66,9 +66,9 @@ def _resolved() -> str:
 
 def shown(url: str, kind: str | None) -> str:
     """The URL a browser should load for ``url`` (a ``kind`` of image, audio or video) in this mode."""
-    parts = urlsplit(url)
-    if parts.scheme != "http" or parts.hostname not in LOOPBACK_NAMES:
+    if not on_this_machine(url):
         return url
+    parts = urlsplit(url)
     mode = _resolved()
     if mode == "proxy" and parts.port is not None:
         prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
