@@ -15,7 +15,7 @@ from mediagen_nb.client.checks import sendable
 from mediagen_nb.client.config import LOOPBACK_NAMES, on_this_machine
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.resources import Model
-from mediagen_nb.client.steps import CATALOG, Call, Op, Record
+from mediagen_nb.client.steps import CATALOG, Call, Op, Record, records_here
 from mediagen_nb.protocol import messages, schema, wire
 
 
@@ -78,12 +78,7 @@ class Catalog(Core):
 
     def attach_now(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
         """:meth:`attach` in the calling thread (a sweep's rows are planned there)."""
-        if not isinstance(values, Mapping):
-            return values
-        out = dict(values)
-        for name, index, file in _local_items(model, values):
-            _put(out, name, index, uploads.upload(name, file, self.sandbox_url()))
-        return out
+        return records_here(self.attach(model, values))
 
     def sandbox_url(self) -> str | None:
         """The base URL of a sandbox to upload local files to (embedded, or served on this machine)."""

@@ -50,3 +50,22 @@ class Record:
 
 Step = Call | Pause | Record
 Op = Generator[Step, Any, T]
+
+
+def records_here(op: Op[T]) -> T:
+    """Drive ``op`` in the calling thread: for operations that yield only Record steps (no requests)."""
+    send: Callable[[Any], Step] = op.send
+    value: Any = None
+    while True:
+        try:
+            step = send(value)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        if not isinstance(step, Record):
+            op.close()
+            raise TypeError(f"{step!r} needs a client to drive it")
+        try:
+            value, send = step.fn(), op.send
+        except Exception as exc:
+            value, send = exc, op.throw

@@ -76,6 +76,10 @@ def test_a_missing_file_names_the_field_and_charges_nothing(
     with pytest.raises(ValidationError, match=r"audio: there is no file .*nope\.wav") as refused:
         client.generate("zonos2", text="Hello", audio=str(tmp_path / "nope.wav"))
     assert refused.value.field == "audio" and refused.value.status is None
+    zonos2 = client.model("zonos2")  # a sweep's rows attach their files in the calling thread
+    with pytest.raises(ValidationError, match=r"audio: there is no file .*nope\.wav"):
+        client.attach(zonos2, {"text": "Hello", "audio": tmp_path / "nope.wav"})
+    assert client.attach(zonos2, {"text": "Hello"}) == {"text": "Hello"}  # nothing local: as it was
     assert charges(served) == {}
 
 
