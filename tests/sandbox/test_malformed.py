@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from mediagen_nb.protocol import states
 from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.sandbox import Sandbox
 
@@ -214,6 +215,9 @@ async def test_bodies_of_replicate_and_reedit(api: httpx.AsyncClient, sandbox: S
         "data"
     ]
     job = (await api.post(path("job_start"), json={})).json()["data"]
+    # The job charges each step as it starts; let it end first so that only refusals could move the ledger.
+    await api.post(path("sandbox_clock"), json={"advance": 3600})
+    assert (await api.get(path("job", id=job["jobId"]))).json()["data"]["status"] == states.DONE
     before = (await api.get(path("sandbox_ledger"))).json()["data"]["entries"]
     replicate = path("replicate", id=analysis["analysisId"])
     for body in (
