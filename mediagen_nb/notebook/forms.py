@@ -26,6 +26,7 @@ from mediagen_nb.notebook import parsing
 from mediagen_nb.notebook.inputs import Field, build_field
 from mediagen_nb.notebook.live import reused_note
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol import messages
 
 DEBOUNCE_S = 0.6
 TICK_S = 1.0  # how often the progress line's elapsed time moves while a run is followed
@@ -224,12 +225,14 @@ class Form:
         return {name: value for name, value in values.items() if value is not None}
 
     def set(self, **values: Any) -> "Form":
-        """Fill fields by name (``form.set(prompt="...", quality="high")``); returns the form."""
-        unknown = sorted(set(values) - set(self.fields))
+        """Fill fields by name (``form.set(prompt="...", quality="high")``); returns the form.
+
+        A name the model does not have is refused (ValidationError), naming the nearest input.
+        """
+        unknown = [name for name in values if name not in self.fields]
         if unknown:
-            raise ValueError(
-                f"{self.model.id} has no input {', '.join(unknown)}; inputs: {', '.join(self.fields)}"
-            )
+            message = messages.not_an_input(unknown[0], self.model.id, self.fields)
+            raise ValidationError(message, field=unknown[0], sent=False)
         for name, value in values.items():
             self.fields[name].set(value)
         return self
