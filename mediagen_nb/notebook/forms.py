@@ -417,30 +417,27 @@ class Form:
     # -- code ----------------------------------------------------------------------------------
 
     def code(self) -> Code:
-        """The form's input as a ``%%generate`` cell (main text as the body) and as a Python call.
+        """The form's run as a ``%%generate`` cell (main text as the body) and as a Python call.
 
-        Inputs equal to their schema default are left out: the service applies them anyway.
+        Both reproduce the run the form makes: every input the form sends, schema defaults included
+        (they are part of what is asked, so of the Idempotency-Key), in the same scope (``reuse``).
+        So running the copy after the form reuses the form's generation at no charge.
         """
-        props = self._props
-        changed = {
-            name: value
-            for name, value in self.values.items()
-            if not isinstance(props[name], Mapping) or props[name].get("default", object()) != value
-        }
+        values = self.values
         body_field = main_text_field(self.model)
-        options = [w for name, value in changed.items() if name != body_field for w in _option(name, value)]
+        options = [w for name, value in values.items() if name != body_field for w in _option(name, value)]
         cell = " ".join(["%%generate", shlex.quote(self.model.id), *options])
-        body = changed.get(body_field) if body_field else None
+        body = values.get(body_field) if body_field else None
         if body is not None:
             cell += "\n" + str(body)
         if all(
             name.isidentifier() and not keyword.iskeyword(name) and name not in GENERATE_ARGS
-            for name in changed
+            for name in values
         ):
-            args = [f"{name}={_python(value)}" for name, value in changed.items()]
+            args = [f"{name}={_python(value)}" for name, value in values.items()]
         else:
-            args = [_python(changed)]
-        args.insert(0, json.dumps(self.model.id))
+            args = [_python(values)]
+        args = [json.dumps(self.model.id), *args, "reuse=True"]
         python = f"client.generate({', '.join(args)})"
         if len(python) > ONE_LINE_CALL:
             python = "client.generate(\n" + "".join(f"    {arg},\n" for arg in args) + ")"
