@@ -25,6 +25,7 @@ from mediagen_nb.client.ledger import via
 from mediagen_nb.notebook import parsing
 from mediagen_nb.notebook.inputs import Field, build_field
 from mediagen_nb.notebook.live import reused_note
+from mediagen_nb.notebook.prices import listed_price, price_inputs, quote, stand_in
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol import messages
 
@@ -43,16 +44,6 @@ def main_text_field(model: Model) -> str | None:
     """
     props = model.properties if isinstance(model.properties, Mapping) else {}
     return parsing.main_text_field({n: p for n, p in props.items() if isinstance(p, Mapping)}, model.required)
-
-
-def listed_price(model: Model) -> str:
-    """The catalog's price, with no request: ``N credits per run`` or ``from N credits; varies by ...``."""
-    if model.pricing is None:
-        return f"{model.credits} credits per run"
-    media = model.length_billed_field
-    varies = ", ".join(f"{name} length" if name == media else name for name in model.varies_by)
-    billed = f" (billed {model.pricing.type.replace('_', ' ')})" if model.pricing.type else ""
-    return f"from {model.credits} credits; varies by {varies or 'input'}{billed}"
 
 
 class Code(NamedTuple):
@@ -283,34 +274,40 @@ class Form:
 
     def _price_key(self) -> tuple[tuple[str, str], ...]:
         values = self.values
-        names = dict.fromkeys([*self.model.varies_by, self.model.length_billed_field])
-        return tuple((n, json.dumps(values.get(n), sort_keys=True, default=str)) for n in names if n)
+        return tuple(
+            (n, json.dumps(values.get(n), sort_keys=True, default=str)) for n in price_inputs(self.model)
+        )
 
     def price(self) -> tuple[int | None, str]:
-        """Credits a run would charge and a line saying so; None when not known yet. Never charges.
+        """Credits a run of the current input would charge and a line saying so; None when no true
+        figure exists yet (the line then says which input the price waits for). Never charges.
 
         A model without ``pricing`` costs its listed credits: no request. Otherwise the service's
-        estimate of the current input, cached per value of the inputs the price varies by.
+        estimate, cached per value of the inputs the price varies by; fields outside them that are
+        empty or wrong are filled with stand-ins for the estimate alone (they do not change the price).
         """
         if self.model.pricing is None:
             return self.model.credits, listed_price(self.model)
         key = self._price_key()
         if key in self._prices:
             return self._prices[key]
-        if self._problems():
-            return None, f"{listed_price(self.model)}; fill in the form for the exact price"
+        problems = self._problems()
+        waiting = [name for name in price_inputs(self.model) if name in problems]
+        asked = {name: value for name, value in self.values.items() if name not in problems}
+        for name in problems:
+            field = self.fields[name]
+            if name not in waiting and field.required:
+                if stand_in(field.prop) is None:
+                    waiting.append(name)
+                asked[name] = stand_in(field.prop)
+        if waiting:
+            return None, f"{listed_price(self.model)}; set {', '.join(waiting)} for the exact price"
         try:
-            estimate = self.client.estimate(self.model.id, self.values)
+            estimate = self.client.estimate(self.model.id, asked)
         except MediagenError as exc:
             return None, f"{listed_price(self.model)}; no estimate ({exc.message})"
-        billed = (
-            self.model.pricing.type.replace("_", " ")
-            if self.model.pricing and self.model.pricing.type
-            else ""
-        )
-        quote = (estimate.credits, f"{estimate.credits} credits" + (f" (billed {billed})" if billed else ""))
-        self._prices[key] = quote
-        return quote
+        self._prices[key] = (estimate.credits, quote(self.model, estimate.credits))
+        return self._prices[key]
 
     def _show_price(self) -> None:
         try:

@@ -244,9 +244,8 @@ def test_priced_model_estimates_once_per_priced_value(counted: tuple[Client, Req
     client, requests = counted
     f = Form("gpt-image-2", client=client, debounce=60)  # no live timer: price() is called here
     try:
-        credits, text = f.price()
-        assert credits is None and "from 8 credits" in text and "quality" in text  # invalid: no estimate
-        assert requests.to("/estimate") == 0
+        assert f.price() == (8, "8 credits (billed per option)")  # no prompt yet: it does not price
+        assert requests.to("/estimate") == 1
         f.set(prompt="A studio portrait")
         assert f.price() == (8, "8 credits (billed per option)")  # one price, not the model's price list
         assert f.price()[0] == 8
@@ -539,9 +538,10 @@ def test_listed_price_text(client: Client) -> None:
     by_id = {m.id: m for m in client.models()}
     flat = next(m for m in by_id.values() if m.pricing is None)
     assert listed_price(flat) == f"{flat.credits} credits per run"
-    assert listed_price(by_id["gpt-image-2"]).startswith("from 8 credits; varies by quality")
-    assert "audio length" in listed_price(by_id["infinitetalk"])
-    assert "resolution" in listed_price(by_id["infinitetalk"])
+    assert listed_price(by_id["gpt-image-2"]) == "varies by quality (billed per option); listed at 8 credits"
+    assert listed_price(by_id["infinitetalk"]) == (
+        "priced by the audio's length and resolution (billed per media second)"
+    )
 
 
 def test_form_renders_as_its_widget(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
