@@ -33,7 +33,7 @@ UNKNOWN_PARTS = (
 # Our bound of a job's cost (the spec gives none): the speech runs at most SPEECH_MARGIN times the
 # target length, each step of the chain costs at most its listed price for that much speech when
 # its model is billed by length (else its listed price), and the steps the catalog cannot price
-# add at most UNPRICED_MARGIN - 1 of that again. On the sandbox a job charges under half of it.
+# add at most UNPRICED_MARGIN - 1 of that again. On the sandbox a job charges about half of it at most.
 SPEECH_MARGIN = 1.5
 UNPRICED_MARGIN = 1.5
 

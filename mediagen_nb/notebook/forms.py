@@ -296,10 +296,13 @@ class Form:
         asked = {name: value for name, value in self.values.items() if name not in problems}
         for name in problems:
             field = self.fields[name]
-            if name not in waiting and field.required:
-                if stand_in(field.prop) is None:
-                    waiting.append(name)
-                asked[name] = stand_in(field.prop)
+            if name in waiting or not field.required:
+                continue  # an optional field left out is priced as the service prices its default
+            substitute = stand_in(field.prop)
+            if substitute is None:
+                waiting.append(name)
+            else:
+                asked[name] = substitute
         if waiting:
             return None, f"{listed_price(self.model)}; set {', '.join(waiting)} for the exact price"
         try:
