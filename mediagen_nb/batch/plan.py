@@ -17,6 +17,7 @@ from typing import Any
 from mediagen_nb.batch.template import Template
 from mediagen_nb.client import Model, ValidationError, idempotency
 from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.protocol.messages import closest
 from mediagen_nb.protocol.schema import is_missing
 
 Columns = Mapping[str, str] | Sequence[str] | None
@@ -40,8 +41,8 @@ class Row:
 
 
 def _did_you_mean(name: str, options: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(options), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    close = closest(name, options)
+    return f"; did you mean {close!r}?" if close else ""
 
 
 def _fields(model: Model, wanted: Mapping[str, Any], what: str) -> None:

@@ -1,9 +1,12 @@
 """``mediagen_nb.usage()``: this month's runs and credits from the ledger, by model and by path.
 
 The REST API has no balance endpoint; the ledger holds every paid start of every path and process
-(magic, form, call, sweep, CLI, replication, topic-to-video). Like the agent tool ``check_usage``,
-the figures cover the current calendar month (UTC) and leave out failed runs; starts whose answer
-never came are listed apart, as possibly charged.
+(magic, form, call, sweep, CLI, replication, topic-to-video) with what the service said it charged.
+Like the agent tool ``check_usage``, the figures cover the current calendar month (UTC) and leave out
+failed runs. Two kinds of row are listed apart and kept out of the total's credits, which are
+charges only: starts whose answer never came (possibly charged, up to their price), and starts whose
+charge the service does not report (a replica render on the service, a video still running: their
+row is the start's estimate and says so; a sandbox reports a replica's charge once it ends).
 """
 
 from datetime import datetime, timezone
@@ -15,6 +18,8 @@ from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.connection import current
 
 COLUMNS = ["model", "via", "runs", "credits", "note"]
+POSSIBLY = "possibly charged"
+ESTIMATED = "estimate, not a charge: the service does not report it"
 
 
 def month_start(now: datetime | None = None) -> datetime:
@@ -45,13 +50,20 @@ def usage(
         for row in rows
     ]
     frame: pd.DataFrame = pd.DataFrame(records, columns=COLUMNS)
-    certain = frame[frame["note"] != "possibly charged"]
+    possibly = frame["note"] == POSSIBLY
+    estimated = frame["note"] == ESTIMATED
+    charged = frame[~possibly & ~estimated]
+    apart = [
+        f"{word} {int(frame[rows]['credits'].sum())} credits {what}"
+        for rows, word, what in ((estimated, "about", "estimated"), (possibly, "up to", "possibly charged"))
+        if rows.any()
+    ]
     total = {
         "model": "total",
         "via": "",
-        "runs": int(certain["runs"].sum()),
-        "credits": int(certain["credits"].sum()),
-        "note": "",
+        "runs": int(charged["runs"].sum()),
+        "credits": int(charged["credits"].sum()),
+        "note": "charges only; apart: " + ", ".join(apart) if apart else "",
     }
     frame = pd.concat([frame, pd.DataFrame([total], columns=COLUMNS)], ignore_index=True)
     frame.attrs["month"] = start.strftime("%B %Y")
@@ -61,7 +73,7 @@ def usage(
 
 def _note(row: dict[str, object]) -> str:
     if row["possibly"]:
-        return "possibly charged"
+        return POSSIBLY
     if not row["credits_known"]:
-        return "estimated: the service does not report it"
+        return ESTIMATED
     return ""

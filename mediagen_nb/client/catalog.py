@@ -86,10 +86,26 @@ class Catalog(Core):
             return self.settings.base_url
         return None
 
-    def check_input(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Refuse, before any request, what the service would refuse; return the input to send."""
+    def check_input(
+        self, model: Model, values: Mapping[str, Any], *, extra_inputs: bool = False
+    ) -> dict[str, Any]:
+        """Refuse, before any request, what the service would refuse; return the input to send.
+
+        A name the model's schema does not have is refused too, naming the nearest input: the
+        service would ignore it and charge for a run with the default. ``extra_inputs=True`` sends
+        such names as they are.
+        """
         if not isinstance(values, Mapping):
             raise errors.ValidationError(messages.INPUT_NOT_OBJECT, field="input", sent=False)
+        props = model.properties if isinstance(model.properties, Mapping) else None
+        unknown = [name for name in values if props is not None and name not in props]
+        if unknown and not extra_inputs:
+            name = str(unknown[0])
+            raise errors.ValidationError(
+                f"{messages.not_an_input(name, model.id, props or ())} (extra_inputs=True sends it anyway)",
+                field=name,
+                sent=False,
+            )
         try:
             normalized = schema.normalize(model.input_schema, values)
             media = model.length_billed_field

@@ -111,9 +111,14 @@ class BaseClient:
     def _drive(self, op: Op[Any]) -> Any:
         raise NotImplementedError
 
-    def check_input(self, model: Model, input: Mapping[str, Any]) -> dict[str, Any]:
-        """Validate ``input`` against ``model``'s schema as the service would; no request is sent."""
-        return self._engine.check_input(model, input)
+    def check_input(
+        self, model: Model, input: Mapping[str, Any], *, extra_inputs: bool = False
+    ) -> dict[str, Any]:
+        """Validate ``input`` against ``model``'s schema as the service would; no request is sent.
+
+        A name the schema does not have is refused unless ``extra_inputs=True``.
+        """
+        return self._engine.check_input(model, input, extra_inputs=extra_inputs)
 
     def attach(self, model: Model, input: Mapping[str, Any]) -> dict[str, Any]:
         """``input`` with its local files uploaded (once each) and replaced by URLs, in this thread."""

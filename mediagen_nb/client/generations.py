@@ -33,13 +33,23 @@ class Generations(Catalog):
     """Operations of the generation API."""
 
     def estimate(
-        self, model_id: str, input: Mapping[str, Any] | None = None, *, validate: bool = True, **fields: Any
+        self,
+        model_id: str,
+        input: Mapping[str, Any] | None = None,
+        *,
+        validate: bool = True,
+        extra_inputs: bool = False,
+        **fields: Any,
     ) -> Op[Estimate]:
-        """What a run with this input will charge; never charges (the service prices it like a run)."""
+        """What a run with this input will charge; never charges (the service prices it like a run).
+
+        ``extra_inputs=True`` sends names the model's schema does not have (refused otherwise).
+        """
         values = merged(input, fields)
         if validate:
             model = yield from self.catalog_model(model_id)
-            values = self.check_input(model, (yield from self.attach(model, values)))
+            attached = yield from self.attach(model, values)
+            values = self.check_input(model, attached, extra_inputs=extra_inputs)
         data = yield from self.send(
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
@@ -63,6 +73,7 @@ class Generations(Catalog):
         fresh: bool = False,
         ledger: "ledgers.Ledger | str | None" = None,
         price: int | None = None,
+        extra_inputs: bool = False,
         **fields: Any,
     ) -> Op[Generation]:
         """Start a generation (charges credits) and return it ``processing``.
@@ -71,13 +82,16 @@ class Generations(Catalog):
         generation started before (from any path, at no charge; ``reused`` is True) and ``fresh=True``
         starts the next variation. ``idempotency_key`` is sent as given. Retries keep one key.
         ``price`` is what the run costs when the caller already knows (a sweep prices rows in bulk).
+        An input name the model's schema does not have (a typo: ``qualty``) is refused before anything
+        is sent, naming the nearest one; ``extra_inputs=True`` sends such names as they are.
         """
         values = merged(input, fields)
         model = None
         if validate or self.budget.limit is not None:
             model = yield from self.catalog_model(model_id)
         if validate and model is not None:
-            values = self.check_input(model, (yield from self.attach(model, values)))
+            attached = yield from self.attach(model, values)
+            values = self.check_input(model, attached, extra_inputs=extra_inputs)
         book = yield from self.book(ledger)
         found = yield from self.keyed(
             ledgers.GENERATION, model_id, values, book, given=idempotency_key, reuse=reuse, fresh=fresh
@@ -199,9 +213,13 @@ class Generations(Catalog):
         fresh: bool = False,
         timeout: float | None = None,
         on_update: Callable[[Generation], None] | None = None,
+        extra_inputs: bool = False,
         **fields: Any,
     ) -> Op[Generation]:
-        """Run and wait in one call; raises GenerationFailed or GenerationTimedOut when it fails."""
+        """Run and wait in one call; raises GenerationFailed or GenerationTimedOut when it fails.
+
+        ``extra_inputs=True`` sends input names the model's schema does not have (refused otherwise).
+        """
         started = yield from self.run(
             model_id,
             input,
@@ -209,6 +227,7 @@ class Generations(Catalog):
             idempotency_key=idempotency_key,
             reuse=reuse,
             fresh=fresh,
+            extra_inputs=extra_inputs,
             **fields,
         )
         if on_update is not None:

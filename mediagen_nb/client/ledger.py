@@ -395,12 +395,13 @@ class Ledger:
     def usage(self, since: float, service: str) -> list[dict[str, Any]]:
         """Runs and credits since ``since`` (Unix time) on ``service`` by model and path, without failures.
 
-        Starts sent but never answered are counted apart, as possibly charged.
+        Starts sent but never answered are counted apart, as possibly charged, and so are starts whose
+        charge the service does not report (their credits are the start's estimate).
         """
         rows = self._run(
             "SELECT model_id, kind, via, status, COUNT(*), SUM(credits), MIN(credits_known) FROM starts "
             "WHERE service=? AND started_at>=? AND status!=? "
-            "GROUP BY model_id, kind, via, status=? ORDER BY SUM(credits) DESC",
+            "GROUP BY model_id, kind, via, status=?, credits_known ORDER BY SUM(credits) DESC",
             (service, since, states.FAILED, STARTING),
         )
         return [

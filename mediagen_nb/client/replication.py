@@ -58,6 +58,10 @@ def run_body(
 class Replication(Catalog):
     """Operations of the replication API."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._settled: set[str] = set()  # ended runs whose charge a sandbox has told
+
     def analyze(
         self,
         url: str,
@@ -261,9 +265,35 @@ class Replication(Catalog):
         """Read a replication run."""
         data = yield from self.send(Call("GET", "replication_run", params={"id": checked_id(run_id, "run")}))
         run = ReplicationRun.from_api(data)
-        # The run resource has no credits field: the ledger keeps the start's estimate (credits_known off).
-        yield from self.observed(run.id, run.status, credits=None, error=run.error, resource=data)
+        charged = None
+        if run.done and run.id not in self._settled:
+            charged = yield from self._sandbox_charge(run.id)
+            if charged is not None:
+                self._settled.add(run.id)
+        yield from self.observed(run.id, run.status, credits=charged, error=run.error, resource=data)
         return run
+
+    def _sandbox_charge(self, run_id: str) -> Op[int | None]:
+        """What a sandbox charged for an ended run, net of refunds, read from its own ledger; else None.
+
+        The run resource has no credits field (clips are charged as they render, failed ones refunded),
+        so on the service the ledger keeps the start's estimate, marked unknown, and usage says so.
+        """
+        if self.sandbox_url() is None:
+            return None
+        try:
+            data = yield from self.send(Call("GET", "sandbox_ledger", query={"resourceId": run_id}))
+        except errors.MediagenError:
+            return None
+        entries = data.get("entries") if isinstance(data, Mapping) else None
+        signs = {"charge": 1, "refund": -1}
+        if not isinstance(entries, list) or not all(
+            isinstance(e, Mapping) and type(e.get("credits")) is int and e.get("kind") in signs
+            for e in entries
+        ):
+            return None
+        net: int = sum(signs[e["kind"]] * e["credits"] for e in entries if e.get("resourceId") == run_id)
+        return net
 
     def wait_replication(
         self,

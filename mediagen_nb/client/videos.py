@@ -3,9 +3,11 @@
 The spec says a job "is charged as the generations it runs" (script, presenter image, voice,
 lip-sync, captions, b-roll, music) and publishes no price for the job itself, so
 :meth:`Videos.video_estimate` prices what the catalog shows (the presenter image, the voice and
-the lip-sync, at the listed prices of the spec's three-step chain) and names what it cannot know.
+the lip-sync, at the listed prices of the spec's three-step chain), names what it cannot know, and
+bounds the most a job can spend at its target length, which a start under a budget holds.
 """
 
+import math
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -15,7 +17,7 @@ from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
 from mediagen_nb.client.core import POLL_SECONDS, Paid
-from mediagen_nb.client.resources import ShortVideoJob, VideoOptions
+from mediagen_nb.client.resources import Model, ShortVideoJob, VideoOptions
 from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, states, wire
@@ -28,15 +30,29 @@ UNKNOWN_PARTS = (
     "captions, b-roll and stills of the edit",
     "the music bed",
 )
+# Our bound of a job's cost (the spec gives none): the speech runs at most SPEECH_MARGIN times the
+# target length, each step of the chain costs at most its listed price for that much speech when
+# its model is billed by length (else its listed price), and the steps the catalog cannot price
+# add at most UNPRICED_MARGIN - 1 of that again. On the sandbox a job charges about half of it at most.
+SPEECH_MARGIN = 1.5
+UNPRICED_MARGIN = 1.5
+
+
+def most_for(model: Model, listed: int, speech_seconds: float) -> int:
+    """The most one step of the chain costs: a length-billed model's listing per LISTED_MEDIA_SECONDS."""
+    if model.length_billed_field is None:
+        return listed
+    return listed * math.ceil(speech_seconds / wire.LISTED_MEDIA_SECONDS)
 
 
 @dataclass(frozen=True)
 class VideoEstimate:
-    """What the catalog says a topic-to-video job costs at least, and what it cannot say."""
+    """What the catalog says a topic-to-video job costs: at least, at most, and what it cannot say."""
 
     parts: tuple[tuple[str, str, int], ...]  # (step, model, listed credits)
     unknown: tuple[str, ...]
     seconds: float
+    at_most: int  # the most the job can spend at this target length (our bound: see SPEECH_MARGIN)
 
     @property
     def at_least(self) -> int:
@@ -46,8 +62,9 @@ class VideoEstimate:
         known = ", ".join(f"{step} {credits} ({model}, listed)" for step, model, credits in self.parts)
         return (
             f"topic-to-video, {self.seconds:g} s: at least {self.at_least} credits from the catalog "
-            f"({known or 'no step is in the catalog'}); not knowable before it runs: "
-            f"{', '.join(self.unknown)}. A job that fails is refunded in full"
+            f"({known or 'no step is in the catalog'}) and at most {self.at_most} (held under a "
+            f"budget); not knowable before it runs: {', '.join(self.unknown)}. A job that fails is "
+            "refunded in full"
         )
 
     def _repr_html_(self) -> str:
@@ -60,13 +77,16 @@ class Videos(Catalog):
     """Operations of the topic-to-video API."""
 
     def video_estimate(self, seconds: float | None = None) -> Op[VideoEstimate]:
-        """The least a job costs by the catalog's listed prices (lip-sync is billed by speech length)."""
+        """The least a job costs by the catalog's listed prices (lip-sync is billed by speech length),
+        and the most it can spend at the target length (see SPEECH_MARGIN)."""
         length = float(seconds if seconds is not None else spec_limits.SHORT_VIDEO_SECONDS_DEFAULT)
         models = {m.id: m for m in (yield from self.models())}
         parts = tuple(
             (step, model_id, models[model_id].credits or 0) for step, model_id in CHAIN if model_id in models
         )
-        return VideoEstimate(parts, UNKNOWN_PARTS, length)
+        speech = length * SPEECH_MARGIN
+        priced = sum(most_for(models[model_id], listed, speech) for _, model_id, listed in parts)
+        return VideoEstimate(parts, UNKNOWN_PARTS, length, math.ceil(priced * UNPRICED_MARGIN))
 
     def make_video(
         self,
@@ -85,7 +105,12 @@ class Videos(Catalog):
         fresh: bool = False,
         ledger: "ledgers.Ledger | str | None" = None,
     ) -> Op[ShortVideoJob]:
-        """Start a topic-to-video job; the idempotency key goes in the body, as the spec says."""
+        """Start a topic-to-video job; the idempotency key goes in the body, as the spec says.
+
+        Under a session budget the start holds the most the job can spend at its target length
+        (:attr:`VideoEstimate.at_most`) until the job ends, or is refused (BudgetExceeded, nothing
+        sent) when the budget left is less.
+        """
         if seconds is not None and (
             isinstance(seconds, bool)
             or not isinstance(seconds, (int, float))
@@ -120,7 +145,16 @@ class Videos(Catalog):
             earlier = yield from self._earlier_job(found.entry, book)
             if earlier is not None:
                 return earlier
-        price = (yield from self.video_estimate(seconds)).at_least
+        estimate = yield from self.video_estimate(seconds)
+        price = estimate.at_most
+        left = self.budget.status().left
+        if left is not None and price > left:
+            raise errors.BudgetExceeded(
+                f"budget: the topic-to-video job can spend up to {price} credits at {estimate.seconds:g} s "
+                f"(at least {estimate.at_least}), but {left} of the session budget of {self.budget.limit} "
+                "credits are left; nothing was sent. Raise it with mediagen_nb.budget(N) or %mediagen "
+                "budget N, or ask for fewer seconds"
+            )
         start = Paid(
             ledgers.JOB, "the topic-to-video job", found.key, None, asked, price, found.ask, found.variation
         )
@@ -129,14 +163,15 @@ class Videos(Catalog):
             body[wire.JOB_WEBHOOK] = webhook
         data, hold = yield from self.paid(start, Call("POST", "job_start", START, body=body), book)
         job = ShortVideoJob.from_api({"status": states.SCRIPTING, "topic": topic, **data})
+        ended = job.done and job.credits_used is not None  # else it holds its most until it ends
         yield from self.answered(
             start,
             hold,
             book,
             job.id,
             job.status or states.SCRIPTING,
-            job.credits_used or price,
-            credits_known=False,
+            (job.credits_used or 0) if ended else price,
+            credits_known=ended,
         )
         return job
 
@@ -154,7 +189,9 @@ class Videos(Catalog):
         """Read a topic-to-video job."""
         data = yield from self.send(Call("GET", "job", params={"id": checked_id(job_id, "job")}))
         job = ShortVideoJob.from_api(data)
-        charged = 0 if job.status == states.FAILED else job.credits_used
+        # The charge is final once the job ends (a failed job is refunded in full); until then the
+        # ledger and the budget keep what the start held, the most the job can spend.
+        charged = (0 if job.status == states.FAILED else job.credits_used) if job.done else None
         yield from self.observed(
             job.id,
             job.status or "",

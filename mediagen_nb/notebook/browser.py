@@ -10,7 +10,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from mediagen_nb.client import Client, MediagenError, Model, html
-from mediagen_nb.notebook.forms import Form, listed_price
+from mediagen_nb.notebook.forms import Form
+from mediagen_nb.notebook.prices import listed_price
 from mediagen_nb.notebook.session import SESSION
 
 ALL = "all"

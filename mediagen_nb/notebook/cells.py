@@ -1,7 +1,6 @@
 """How a magic's cell runs: one-line errors that fail it, ``-o NAME``, a live status line that keeps
 what started on Ctrl-C, and failed results that fail the cell unless ``--no-raise``."""
 
-import difflib
 import functools
 import keyword
 from collections.abc import Callable
@@ -75,9 +74,11 @@ def model_of(client: Any, model_id: str) -> Any:
     except NotFoundError as exc:
         if not exc.message.startswith("Model not found"):
             raise
+        from mediagen_nb.protocol.messages import closest
+
         ids = [m.id for m in client.models()]
-        close = difflib.get_close_matches(model_id, ids, n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        close = closest(model_id, ids)
+        hint = f"; did you mean {close}?" if close else ""
         raise MagicError(
             f"404 Model not found: {model_id!r}{hint} (%mediagen models lists all {len(ids)})",
             "NotFoundError",

@@ -25,7 +25,9 @@ from mediagen_nb.client.ledger import via
 from mediagen_nb.notebook import parsing
 from mediagen_nb.notebook.inputs import Field, build_field
 from mediagen_nb.notebook.live import reused_note
+from mediagen_nb.notebook.prices import listed_price, price_inputs, quote, stand_in
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol import messages
 
 DEBOUNCE_S = 0.6
 TICK_S = 1.0  # how often the progress line's elapsed time moves while a run is followed
@@ -42,16 +44,6 @@ def main_text_field(model: Model) -> str | None:
     """
     props = model.properties if isinstance(model.properties, Mapping) else {}
     return parsing.main_text_field({n: p for n, p in props.items() if isinstance(p, Mapping)}, model.required)
-
-
-def listed_price(model: Model) -> str:
-    """The catalog's price, with no request: ``N credits per run`` or ``from N credits; varies by ...``."""
-    if model.pricing is None:
-        return f"{model.credits} credits per run"
-    media = model.length_billed_field
-    varies = ", ".join(f"{name} length" if name == media else name for name in model.varies_by)
-    billed = f" (billed {model.pricing.type.replace('_', ' ')})" if model.pricing.type else ""
-    return f"from {model.credits} credits; varies by {varies or 'input'}{billed}"
 
 
 class Code(NamedTuple):
@@ -224,12 +216,14 @@ class Form:
         return {name: value for name, value in values.items() if value is not None}
 
     def set(self, **values: Any) -> "Form":
-        """Fill fields by name (``form.set(prompt="...", quality="high")``); returns the form."""
-        unknown = sorted(set(values) - set(self.fields))
+        """Fill fields by name (``form.set(prompt="...", quality="high")``); returns the form.
+
+        A name the model does not have is refused (ValidationError), naming the nearest input.
+        """
+        unknown = [name for name in values if name not in self.fields]
         if unknown:
-            raise ValueError(
-                f"{self.model.id} has no input {', '.join(unknown)}; inputs: {', '.join(self.fields)}"
-            )
+            message = messages.not_an_input(unknown[0], self.model.id, self.fields)
+            raise ValidationError(message, field=unknown[0], sent=False)
         for name, value in values.items():
             self.fields[name].set(value)
         return self
@@ -280,34 +274,43 @@ class Form:
 
     def _price_key(self) -> tuple[tuple[str, str], ...]:
         values = self.values
-        names = dict.fromkeys([*self.model.varies_by, self.model.length_billed_field])
-        return tuple((n, json.dumps(values.get(n), sort_keys=True, default=str)) for n in names if n)
+        return tuple(
+            (n, json.dumps(values.get(n), sort_keys=True, default=str)) for n in price_inputs(self.model)
+        )
 
     def price(self) -> tuple[int | None, str]:
-        """Credits a run would charge and a line saying so; None when not known yet. Never charges.
+        """Credits a run of the current input would charge and a line saying so; None when no true
+        figure exists yet (the line then says which input the price waits for). Never charges.
 
         A model without ``pricing`` costs its listed credits: no request. Otherwise the service's
-        estimate of the current input, cached per value of the inputs the price varies by.
+        estimate, cached per value of the inputs the price varies by; fields outside them that are
+        empty or wrong are filled with stand-ins for the estimate alone (they do not change the price).
         """
         if self.model.pricing is None:
             return self.model.credits, listed_price(self.model)
         key = self._price_key()
         if key in self._prices:
             return self._prices[key]
-        if self._problems():
-            return None, f"{listed_price(self.model)}; fill in the form for the exact price"
+        problems = self._problems()
+        waiting = [name for name in price_inputs(self.model) if name in problems]
+        asked = {name: value for name, value in self.values.items() if name not in problems}
+        for name in problems:
+            field = self.fields[name]
+            if name in waiting or not field.required:
+                continue  # an optional field left out is priced as the service prices its default
+            substitute = stand_in(field.prop)
+            if substitute is None:
+                waiting.append(name)
+            else:
+                asked[name] = substitute
+        if waiting:
+            return None, f"{listed_price(self.model)}; set {', '.join(waiting)} for the exact price"
         try:
-            estimate = self.client.estimate(self.model.id, self.values)
+            estimate = self.client.estimate(self.model.id, asked)
         except MediagenError as exc:
             return None, f"{listed_price(self.model)}; no estimate ({exc.message})"
-        billed = (
-            self.model.pricing.type.replace("_", " ")
-            if self.model.pricing and self.model.pricing.type
-            else ""
-        )
-        quote = (estimate.credits, f"{estimate.credits} credits" + (f" (billed {billed})" if billed else ""))
-        self._prices[key] = quote
-        return quote
+        self._prices[key] = (estimate.credits, quote(self.model, estimate.credits))
+        return self._prices[key]
 
     def _show_price(self) -> None:
         try:
@@ -414,30 +417,27 @@ class Form:
     # -- code ----------------------------------------------------------------------------------
 
     def code(self) -> Code:
-        """The form's input as a ``%%generate`` cell (main text as the body) and as a Python call.
+        """The form's run as a ``%%generate`` cell (main text as the body) and as a Python call.
 
-        Inputs equal to their schema default are left out: the service applies them anyway.
+        Both reproduce the run the form makes: every input the form sends, schema defaults included
+        (they are part of what is asked, so of the Idempotency-Key), in the same scope (``reuse``).
+        So running the copy after the form reuses the form's generation at no charge.
         """
-        props = self._props
-        changed = {
-            name: value
-            for name, value in self.values.items()
-            if not isinstance(props[name], Mapping) or props[name].get("default", object()) != value
-        }
+        values = self.values
         body_field = main_text_field(self.model)
-        options = [w for name, value in changed.items() if name != body_field for w in _option(name, value)]
+        options = [w for name, value in values.items() if name != body_field for w in _option(name, value)]
         cell = " ".join(["%%generate", shlex.quote(self.model.id), *options])
-        body = changed.get(body_field) if body_field else None
+        body = values.get(body_field) if body_field else None
         if body is not None:
             cell += "\n" + str(body)
         if all(
             name.isidentifier() and not keyword.iskeyword(name) and name not in GENERATE_ARGS
-            for name in changed
+            for name in values
         ):
-            args = [f"{name}={_python(value)}" for name, value in changed.items()]
+            args = [f"{name}={_python(value)}" for name, value in values.items()]
         else:
-            args = [_python(changed)]
-        args.insert(0, json.dumps(self.model.id))
+            args = [_python(values)]
+        args = [json.dumps(self.model.id), *args, "reuse=True"]
         python = f"client.generate({', '.join(args)})"
         if len(python) > ONE_LINE_CALL:
             python = "client.generate(\n" + "".join(f"    {arg},\n" for arg in args) + ")"

@@ -44,6 +44,7 @@ from mediagen_nb.notebook.options import (
 )
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
+from mediagen_nb.protocol.messages import closest
 
 
 @magics_class
@@ -88,7 +89,8 @@ class MediagenMagics(Magics):
         """%%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait] [--fresh]  (body: the text)
         %generate MODEL field=value ... [-o NAME] [--estimate] [--no-wait] [--fresh]
 
-        The same model and input return the earlier generation at no charge; --fresh makes a new one."""
+        The same model and input return the earlier generation at no charge; --fresh makes a new one.
+        A field the model does not have is refused; --extra-inputs sends such fields as text."""
         from mediagen_nb.client.ledger import via
 
         words = parsing.split(line)
@@ -99,8 +101,15 @@ class MediagenMagics(Magics):
         client = SESSION.client
         model = model_of(client, words[0])
         namespace = self._user_ns
+        extra = "--extra-inputs" in words[1:]
         options = parsing.parse_fields(
-            words[1:], model.id, model.properties, GENERATE_FLAGS, namespace, pairs=cell is None
+            words[1:],
+            model.id,
+            model.properties,
+            GENERATE_FLAGS,
+            namespace,
+            pairs=cell is None,
+            extra_inputs=extra,
         )
         flags = options.flags
         output_name(flags)
@@ -114,11 +123,12 @@ class MediagenMagics(Magics):
             inputs["quality"] = self.quality
         self._defaults(flags)
         if flags.get("--estimate"):
-            return store(self.shell, flags, client.estimate(model.id, inputs))
+            return store(self.shell, flags, client.estimate(model.id, inputs, extra_inputs=extra))
 
         def steps(started: Started) -> None:
             with via("magic"):
-                started.update(client.run(model.id, inputs, reuse=True, fresh=bool(flags.get("--fresh"))))
+                fresh = bool(flags.get("--fresh"))
+                started.update(client.run(model.id, inputs, reuse=True, fresh=fresh, extra_inputs=extra))
             if not flags.get("--no-wait") and not started.item.done:
                 started.update(client.wait(started.item, on_update=started.update))
 
@@ -324,8 +334,8 @@ class MediagenMagics(Magics):
         command, rest = (words[0], words[1:]) if words else ("help", [])
         handler = getattr(self, f"_cmd_{command}", None)
         if handler is None:
-            close = [c for c in SUBCOMMANDS if c.startswith(command[:2])]
-            hint = f"; did you mean {close[0]}?" if close else ""
+            close = closest(command, SUBCOMMANDS)
+            hint = f"; did you mean {close}?" if close else ""
             raise MagicError(
                 f"%mediagen {command}: unknown command{hint} (commands: {', '.join(SUBCOMMANDS)})"
             )

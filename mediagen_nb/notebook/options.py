@@ -11,6 +11,7 @@ GENERATE_FLAGS = {
     "--no-wait": False,
     "--fresh": False,
     "--no-raise": False,
+    "--extra-inputs": False,
 }
 REPLICATE_FLAGS = {
     **OUTPUT_FLAGS,

@@ -5,12 +5,13 @@ apostrophes, quotes, JSON and single braces are never touched. ``{{name}}`` and 
 are the one interpolation syntax, expanded exactly once; an unknown name is an error.
 """
 
-import difflib
 import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from mediagen_nb.protocol.messages import closest
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\}\}")
 TRUE = {"true", "yes", "on", "1"}
@@ -25,8 +26,8 @@ def lookup(path: str, namespace: Mapping[str, Any]) -> Any:
     """The value of ``name`` or ``name.attr.attr`` in ``namespace`` (attributes only, no calls)."""
     name, *attrs = path.split(".")
     if name not in namespace:
-        close = difflib.get_close_matches(name, [n for n in namespace if not n.startswith("_")], n=1)
-        hint = f"; did you mean {{{{{close[0]}}}}}?" if close else ""
+        close = closest(name, [n for n in namespace if not n.startswith("_")])
+        hint = f"; did you mean {{{{{close}}}}}?" if close else ""
         raise OptionError(f"{{{{{path}}}}}: there is no variable named {name!r}{hint}")
     value = namespace[name]
     for attr in attrs:
@@ -94,8 +95,8 @@ def coerce(name: str, prop: Mapping[str, Any], value: Any) -> Any:
 
 def _unknown(option: str, fields: Iterable[str], extra: Iterable[str], model_id: str) -> OptionError:
     names = [f"--{f}" for f in fields]
-    close = difflib.get_close_matches(option, [*names, *extra], n=1)
-    hint = f"; did you mean {close[0]}?" if close else ""
+    close = closest(option, [*names, *extra])
+    hint = f"; did you mean {close}?" if close else ""
     return OptionError(
         f"unknown option {option} for {model_id}{hint}\n"
         f"  fields: {' '.join(names) or '(none)'}\n  options: {' '.join(extra)}"
@@ -105,8 +106,8 @@ def _unknown(option: str, fields: Iterable[str], extra: Iterable[str], model_id:
 def _unknown_pair(name: str, fields: Iterable[str], model_id: str) -> OptionError:
     """An unknown ``field=value`` name, in one line: the closest input and every input."""
     names = list(fields)
-    close = difflib.get_close_matches(name, names, n=1)
-    hint = f"; did you mean {close[0]}=?" if close else ""
+    close = closest(name, names)
+    hint = f"; did you mean {close}=?" if close else ""
     return OptionError(f"unknown input {name} for {model_id}{hint} (inputs: {', '.join(names) or 'none'})")
 
 
@@ -126,10 +127,12 @@ def parse_fields(
     namespace: Mapping[str, Any],
     *,
     pairs: bool = False,
+    extra_inputs: bool = False,
 ) -> Options:
     """Read ``--field value`` (or ``field=value`` when ``pairs``) and the magic's ``flags``.
 
-    ``flags`` maps an option (``-o``, ``--estimate``) to whether it takes a value.
+    ``flags`` maps an option (``-o``, ``--estimate``) to whether it takes a value. A name the schema
+    does not have is refused unless ``extra_inputs`` (``--extra-inputs``): then it is kept as text.
     """
     out = Options()
     extra = sorted(flags)
@@ -164,11 +167,13 @@ def parse_fields(
             form = "field=value" if pairs else "--field value"
             raise OptionError(f"unexpected {word!r}: write inputs as {form}")
         field_name = name.replace("-", "_")
-        if field_name not in properties:
+        if field_name not in properties and extra_inputs:
+            field_name = name  # sent as written: the schema cannot say how it is spelt
+        elif field_name not in properties:
             if pairs and not word.startswith("--"):
                 raise _unknown_pair(name, properties, model_id)
             raise _unknown(f"--{name}", properties, extra, model_id)
-        prop = properties[field_name]
+        prop = properties.get(field_name, {})
         if value is True and prop.get("type") != "boolean":
             raise OptionError(f"--{field_name} needs a value")
         value = coerce(field_name, prop, value)

@@ -40,6 +40,8 @@ class ModelTable(_Table):
         self.models = models
 
     def rows(self) -> list[tuple[Any, ...]]:
+        from mediagen_nb.notebook.prices import listed_price
+
         return [
             (
                 m.preview_url,
@@ -47,8 +49,7 @@ class ModelTable(_Table):
                 m.name,
                 m.output_type,
                 m.group,
-                f"{m.credits} credits"
-                + ("" if m.pricing is None else f" (varies by {', '.join(m.varies_by)})"),
+                listed_price(m),
             )
             for m in self.models
         ]

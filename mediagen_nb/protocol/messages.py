@@ -3,6 +3,7 @@
 Where the spec gives only the start of a message, the rest is ours and is marked so.
 """
 
+import difflib
 from collections.abc import Iterable
 
 STATUS_NAMES = {
@@ -76,6 +77,18 @@ def not_one_of(field: str, options: Iterable[object]) -> str:
 def wrong_type(field: str, expected: str) -> str:
     """Ours: the spec validates against the schema but shows no type message."""
     return f"{field} must be {expected}"
+
+
+def closest(name: str, options: Iterable[str]) -> str | None:
+    """Ours: the option nearest to a mistyped ``name`` (the one "did you mean" of the toolkit), or None."""
+    found = difflib.get_close_matches(name, list(options), n=1)
+    return found[0] if found else None
+
+
+def not_an_input(field: str, model_id: str, inputs: Iterable[str]) -> str:
+    """Ours: an input name the model's schema does not have, with the nearest one."""
+    near = closest(field, inputs)
+    return f"{field}: not an input of {model_id}" + (f"; did you mean {near}?" if near else "")
 
 
 def out_of_range(field: str, minimum: object | None, maximum: object | None) -> str:

@@ -11,6 +11,7 @@ MODEL_DESCRIPTION = "description"
 MODEL_OUTPUT_TYPE = "outputType"  # image | video | audio
 MODEL_GROUP = "group"
 MODEL_CREDITS = "credits"  # listed cost; the price of every run when pricing is null
+LISTED_MEDIA_SECONDS = 10.0  # ours: the listed cost of a model billed by media length prices this much
 MODEL_PREVIEW = "previewUrl"
 MODEL_LINKS = "links"  # {"run": ..., "poll": ...}
 MODELS_LIST = "models"  # data.models of the list endpoint (data is an object)

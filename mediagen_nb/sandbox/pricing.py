@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mediagen_nb.protocol.limits import ESTIMATE_FALLBACK_SECONDS
+from mediagen_nb.protocol.wire import LISTED_MEDIA_SECONDS
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.catalog.model import ModelSpec
@@ -35,7 +36,7 @@ Option = str | int | float | bool
 
 # A listed price of a length-billed model is the price of this much media (and, for text-billed
 # models, of this many characters: about 10 seconds of speech at 15 characters a second).
-REFERENCE_MEDIA_SECONDS = 10.0
+REFERENCE_MEDIA_SECONDS = LISTED_MEDIA_SECONDS
 REFERENCE_TEXT_CHARS = 150
 
 

@@ -75,8 +75,8 @@ def test_cards_show_preview_price_and_billing(browser: Catalog) -> None:
     card = card_html(flat)
     assert f'src="{flat.preview_url}"' in card and 'loading="lazy"' in card
     assert f"{flat.credits} credits per run" in card and flat.id in card
-    assert "from 8 credits; varies by quality" in card_html(by_id["gpt-image-2"])
-    assert "varies by audio length" in card_html(by_id["zonos2"])
+    assert "varies by quality (billed per option); listed at 8 credits" in card_html(by_id["gpt-image-2"])
+    assert "priced by the audio&#x27;s length (billed per media second)" in card_html(by_id["zonos2"])
     html_of_cards = " ".join(box.children[0].value for box in browser.grid.children)
     assert html_of_cards.count("<img") == PAGE_SIZE
 

@@ -244,9 +244,8 @@ def test_priced_model_estimates_once_per_priced_value(counted: tuple[Client, Req
     client, requests = counted
     f = Form("gpt-image-2", client=client, debounce=60)  # no live timer: price() is called here
     try:
-        credits, text = f.price()
-        assert credits is None and "from 8 credits" in text and "quality" in text  # invalid: no estimate
-        assert requests.to("/estimate") == 0
+        assert f.price() == (8, "8 credits (billed per option)")  # no prompt yet: it does not price
+        assert requests.to("/estimate") == 1
         f.set(prompt="A studio portrait")
         assert f.price() == (8, "8 credits (billed per option)")  # one price, not the model's price list
         assert f.price()[0] == 8
@@ -426,18 +425,23 @@ def test_code_shows_the_magic_cell_and_the_python_call(make: Callable[..., Form]
     f = make("gpt-image-2", debounce=60)
     f.set(prompt='Portrait of Ana\'s "best" side\nsecond line', quality="high")
     code = f.code()
-    assert code.cell == '%%generate gpt-image-2 --quality high\nPortrait of Ana\'s "best" side\nsecond line'
+    assert code.cell == (  # every input the form sends, defaults included: the same Idempotency-Key
+        "%%generate gpt-image-2 --quality high --aspect_ratio 1:1\n"
+        'Portrait of Ana\'s "best" side\nsecond line'
+    )
     assert code.python == (  # long calls get one argument a line
         "client.generate(\n"
         '    "gpt-image-2",\n'
         '    prompt="Portrait of Ana\'s \\"best\\" side\\nsecond line",\n'
         '    quality="high",\n'
+        '    aspect_ratio="1:1",\n'
+        "    reuse=True,\n"
         ")"
     )
     assert str(code).startswith(code.cell) and code.python in str(code)
     assert f.code_view.value == str(code)  # the "copy as code" box follows the form
     f.set(prompt="A fox", quality="medium")
-    assert f.code() == ("%%generate gpt-image-2\nA fox", 'client.generate("gpt-image-2", prompt="A fox")')
+    assert f.code().cell == "%%generate gpt-image-2 --quality medium --aspect_ratio 1:1\nA fox"
 
     edit = make("nanobloom-edit", debounce=60)
     urls = [sample(sb, "face.png"), sample(sb, "face.png") + "?v=2"]
@@ -456,15 +460,11 @@ def test_code_shows_the_magic_cell_and_the_python_call(make: Callable[..., Form]
     flags.set(prompt="x", enable_safety_checker=False, guidance_scale=2.5, seed=7, negative_prompt="--blur")
     line = flags.code().cell.split("\n")[0]
     assert "--enable_safety_checker false" in line and "--guidance_scale 2.5" in line and "--seed 7" in line
-    assert "--num_inference_steps" not in line  # defaults are left out
+    assert "--num_inference_steps 30" in line  # defaults are sent by the form, so written too
     assert "--negative_prompt=--blur" in line  # not mistaken for an option
     parsed = parse_fields(split(line)[2:], "prism-xl", flags.model.properties, {}, {})
-    assert parsed.inputs == {
-        "negative_prompt": "--blur",
-        "enable_safety_checker": False,
-        "guidance_scale": 2.5,
-        "seed": 7,
-    }
+    assert parsed.inputs == {k: v for k, v in flags.values.items() if k != "prompt"}
+    assert parsed.inputs["negative_prompt"] == "--blur" and parsed.inputs["guidance_scale"] == 2.5
 
 
 def test_python_call_evaluates_to_the_form_values(make: Callable[..., Form], sb: Sandbox) -> None:
@@ -473,11 +473,11 @@ def test_python_call_evaluates_to_the_form_values(make: Callable[..., Form], sb:
     captured: dict[str, Any] = {}
 
     class Recorder:
-        def generate(self, model_id: str, **inputs: Any) -> None:
-            captured.update(inputs, model_id=model_id)
+        def generate(self, model_id: str, *, reuse: bool = False, **inputs: Any) -> None:
+            captured.update(inputs, model_id=model_id, reuse=reuse)
 
     exec(f.code().python, {"client": Recorder()})  # the generated snippet, on a stub
-    assert captured == {"model_id": "infinitetalk", **f.values}
+    assert captured == {"model_id": "infinitetalk", "reuse": True, **f.values}
     assert f.code().cell.startswith("%%generate infinitetalk --image ")  # no text field: no body
 
 
@@ -538,9 +538,10 @@ def test_listed_price_text(client: Client) -> None:
     by_id = {m.id: m for m in client.models()}
     flat = next(m for m in by_id.values() if m.pricing is None)
     assert listed_price(flat) == f"{flat.credits} credits per run"
-    assert listed_price(by_id["gpt-image-2"]).startswith("from 8 credits; varies by quality")
-    assert "audio length" in listed_price(by_id["infinitetalk"])
-    assert "resolution" in listed_price(by_id["infinitetalk"])
+    assert listed_price(by_id["gpt-image-2"]) == "varies by quality (billed per option); listed at 8 credits"
+    assert listed_price(by_id["infinitetalk"]) == (
+        "priced by the audio's length and resolution (billed per media second)"
+    )
 
 
 def test_form_renders_as_its_widget(client: Client, monkeypatch: pytest.MonkeyPatch) -> None:
