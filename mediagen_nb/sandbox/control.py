@@ -90,13 +90,18 @@ async def webhooks(request: Request) -> Response:
     return ok({"webhooks": list(_world(request).outbox.sent)})
 
 
+# Media never change under a name. No CORS header: pages show them in <img>, <audio> and <video>,
+# which need none, and no page of another site may read their bytes (hardening.py adds nosniff and
+# a Content-Security-Policy that forbids script to every answer).
+MEDIA_HEADERS = {"Cache-Control": "public, max-age=31536000, immutable"}
+
+
 async def _file(request: Request) -> Response:
     found = await _world(request).media.read(request.path_params["name"])
     if found is None:
         return error_response(404, messages.FILE_NOT_FOUND)
     data, content_type = found
-    headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
-    return Response(data, media_type=content_type, headers=headers)
+    return Response(data, media_type=content_type, headers=MEDIA_HEADERS)
 
 
 async def media(request: Request) -> Response:
@@ -128,12 +133,12 @@ async def get_upload(request: Request) -> Response:
     found = _world(request).uploads.path(name)
     if found is None:
         return error_response(404, messages.FILE_NOT_FOUND)
-    headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
-    return FileResponse(found, media_type=upload_rules.content_type(name), headers=headers)
+    return FileResponse(found, media_type=upload_rules.content_type(name), headers=MEDIA_HEADERS)
 
 
 async def list_uploads(request: Request) -> Response:
-    """GET /_sandbox/uploads: every stored upload with its URL and size, and the store's caps."""
+    """GET /_sandbox/uploads (with the account's key): every stored upload with its URL and size, and
+    the store's caps."""
     store = _world(request).uploads
     files = [{"url": _upload_url(request, u.name), "name": u.name, "bytes": u.bytes} for u in store.stored()]
     return ok(

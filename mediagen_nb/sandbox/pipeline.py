@@ -166,11 +166,42 @@ def service_endpoint(
     return endpoint
 
 
-def control_endpoint(handler: Endpoint) -> Endpoint:
-    """A ``/_sandbox/`` handler whose refusals render like the service's (no key, no faults)."""
+# Sandbox controls change money and keys; a web page of another site must never drive them (its
+# script could reset a balance with a form post). Browsers say where a request comes from.
+OTHER_SITES = frozenset({"cross-site", "same-site"})
+FROM_ANOTHER_SITE = (
+    "Sandbox controls refuse requests from web pages of other sites; call them from code "
+    "(httpx, curl) or open them from the sandbox's own address"
+)
+
+
+def from_another_site(request: Request) -> bool:
+    """A browser request made by a page of another site (``Sec-Fetch-Site``), or from another origin.
+
+    Code (httpx, curl) sends neither header, so it is never refused; a page's request to its own
+    origin says ``same-origin`` (and an ``Origin`` equal to the sandbox's own address).
+    """
+    if request.headers.get("sec-fetch-site", "").lower() in OTHER_SITES:
+        return True
+    origin = request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+    return origin is not None and origin.lower().rstrip("/") != own
+
+
+def control_endpoint(handler: Endpoint, *, key: bool = False, browsers: bool = False) -> Endpoint:
+    """A ``/_sandbox/`` handler whose refusals render like the service's (no faults, no request limit).
+
+    With ``key`` the account's key is required (the spec's 401s); unless ``browsers``, a request from
+    a web page of another site is refused (403). Media reads take ``browsers=True``: pages of any site
+    show them in ``<img>``, ``<audio>`` and ``<video>``.
+    """
 
     async def endpoint(request: Request) -> Response:
         try:
+            if not browsers and from_another_site(request):
+                raise ServiceError(403, FROM_ANOTHER_SITE)
+            if key:
+                request.app.state.world.accounts.authenticate(request.headers.get("authorization"))
             return await handler(request)
         except ServiceError as exc:
             return error_response(exc.status, exc.message)
