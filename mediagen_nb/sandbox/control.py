@@ -15,7 +15,7 @@ from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import uploads as upload_rules
 from mediagen_nb.sandbox.clock import MAX_SKIP_SECONDS
-from mediagen_nb.sandbox.pipeline import json_object
+from mediagen_nb.sandbox.pipeline import declared_length, json_object
 from mediagen_nb.sandbox.responses import bad_request, error_response, ok
 from mediagen_nb.sandbox.world import World
 
@@ -119,16 +119,16 @@ def _upload_url(request: Request, name: str) -> str:
 
 
 async def put_upload(request: Request) -> Response:
-    """PUT /_sandbox/uploads/{name}: store the raw body; 201 when new, 200 when the bytes were there."""
-    declared = request.headers.get("content-length")
-    size = int(declared) if declared is not None and declared.isdigit() else None
-    upload, created = await _world(request).uploads.put(request.path_params["name"], request.stream(), size)
+    """PUT /_sandbox/uploads/{name} (with the account's key): store the body if it is a medium the
+    inputs take (an SVG as PNG); 201 when new, 200 when the bytes were there."""
+    name, declared = request.path_params["name"], declared_length(request)
+    upload, created = await _world(request).uploads.put(name, request.stream(), declared)
     data = {"url": _upload_url(request, upload.name), "name": upload.name, "bytes": upload.bytes}
     return ok({**data, "sha256": upload.sha256}, 201 if created else 200)
 
 
 async def get_upload(request: Request) -> Response:
-    """GET /_sandbox/uploads/{name}: an uploaded file, with the content type of its extension."""
+    """GET /_sandbox/uploads/{name}: an uploaded file, as the media type its content was found to be."""
     name = request.path_params["name"]
     found = _world(request).uploads.path(name)
     if found is None:

@@ -69,6 +69,12 @@ def _check_tree(body: Any) -> None:
             stack.extend((item, depth + 1) for item in value)
 
 
+def declared_length(request: Request) -> int | None:
+    """The body length the request declares (``Content-Length``), None when it declares none."""
+    declared = request.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else None
+
+
 async def json_object(request: Request) -> dict[str, Any]:
     """The request's JSON object body (``{}`` when empty); a 400 naming the problem otherwise."""
     raw = await request.body()
