@@ -1,7 +1,9 @@
-"""The request pipeline every service endpoint shares: key, rate limit, injected faults, error bodies.
+"""The request pipeline every endpoint shares: key, rate limit, injected faults, error bodies, and bounds.
 
 A handler sees one request as a :class:`Call`; this module is the only place that draws HTTP faults,
-so the backends get what a fault means as a plain argument (``at_capacity``) and never the fault.
+so the backends get what a fault means as a plain argument (``at_capacity``) and never the fault. It
+is also the one place that caps a JSON body (before reading it whole) and that keeps web pages of
+other sites away from the ``/_sandbox/`` controls.
 """
 
 import asyncio
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
 
 MAX_JSON_DEPTH = 64  # no body of the service nests deeper; deeper ones are refused before any handler
+# No JSON body of the service or of a control comes near this (a 10,000-character prompt is 10 kB); a
+# larger one is refused from its Content-Length, or as soon as that much has arrived, and never kept.
+MAX_JSON_BYTES = 4 * 2**20
 
 
 class DroppedConnection(httpx.RemoteProtocolError):
@@ -75,9 +80,23 @@ def declared_length(request: Request) -> int | None:
     return int(declared) if declared.isdigit() else None
 
 
+async def capped_body(request: Request, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The request's body, refused with a 413 as soon as it is declared or read past ``limit`` bytes."""
+    declared = declared_length(request)
+    if declared is not None and declared > limit:
+        raise ServiceError(413, messages.body_too_large(limit))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ServiceError(413, messages.body_too_large(limit))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def json_object(request: Request) -> dict[str, Any]:
-    """The request's JSON object body (``{}`` when empty); a 400 naming the problem otherwise."""
-    raw = await request.body()
+    """The request's JSON object body (``{}`` when empty); a 400 (413 past the cap) naming the problem."""
+    raw = await capped_body(request)
     if not raw.strip():
         return {}
     try:
