@@ -34,7 +34,18 @@ HOSTILE = {
     "feed.xml": (b'<?xml version="1.0"?><note><to>you</to></note>', "an XML document"),
     "data.json": (b'{"balance": 1}', "a JSON document"),
     "image.png": (b"\x89PNG\r\n\x1a\n" + HTML, "something that starts like a PNG image but is not one"),
-    "voice.wav": (b"RIFF\x00\x10\x00\x00WAVE" + HTML, "something that starts like a WAV file but is not one"),
+    "voice.wav": (
+        b"RIFF\x00\x10\x00\x00WAVEfmt " + HTML,
+        "something that starts like a WAV file but is not one",
+    ),
+    "song.mp3": (
+        b"ID3\x03\x00\x00\x00\x00\x00\x10" + HTML,
+        "something that starts like an MP3 file but is not one",
+    ),
+    "clip.mp4": (
+        b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomavc1" + HTML,
+        "something that starts like an MP4 video but is not one",
+    ),
     "empty.png": (b"", "an empty file"),
 }
 

@@ -107,8 +107,11 @@ def _parses(path: Path, claimed: str) -> bool:
             from mutagen.mp3 import MP3
             from mutagen.wave import WAVE
 
-            info = (WAVE if claimed == "wav" else MP3)(path).info
-            return info is not None
+            info = (WAVE if claimed == "wav" else MP3)(path).info  # sound with a length, at a real rate
+            if info is None:
+                return False
+            channels, rate, length = int(info.channels), int(info.sample_rate), float(info.length)
+            return length > 0 and 0 < channels <= 32 and 1000 <= rate <= 768_000
         import av
 
         with av.open(str(path), metadata_errors="ignore") as container:
