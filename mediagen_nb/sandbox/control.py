@@ -146,6 +146,7 @@ async def list_uploads(request: Request) -> Response:
             "uploads": files,
             "totalBytes": sum(f["bytes"] for f in files),
             "maxTotalBytes": store.max_total_bytes,
+            "receivingBytes": store.receiving_bytes,
             "maxFileBytes": upload_rules.MAX_FILE_BYTES,
         }
     )

@@ -96,6 +96,11 @@ class Uploads:
     def total_bytes(self) -> int:
         return sum(upload.bytes for upload in self.stored())
 
+    @property
+    def receiving_bytes(self) -> int:
+        """Bytes held for uploads still being received (their temporary files count toward the cap)."""
+        return self._receiving
+
     def _reserve(self, more: int) -> None:
         """Count ``more`` bytes of an upload being received, or refuse it if the store would pass its cap."""
         if self._stored + self._receiving + more > self.max_total_bytes:

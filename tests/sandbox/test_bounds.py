@@ -157,6 +157,7 @@ def test_a_client_that_goes_away_mid_request_is_no_error(served: Sandbox, http: 
     finally:
         log.removeHandler(records)
     assert [r.getMessage() for r in records.records if r.levelno >= logging.WARNING] == []
-    assert served.world.uploads.stored() == [] and served.world.uploads._receiving == 0
-    assert [p.name for p in served.world.uploads.folder.iterdir()] == []
+    listed = http.get(path("sandbox_uploads")).json()["data"]
+    assert (listed["uploads"], listed["totalBytes"], listed["receivingBytes"]) == ([], 0, 0)
+    assert [p.name for p in served.world.uploads.folder.iterdir()] == []  # no temporary file left
     assert _ledger(http) == []

@@ -330,6 +330,8 @@ async def test_files_still_arriving_count_toward_the_total_cap(sandbox: Sandbox)
         await halfway.wait()
         other = await api.put(path("sandbox_upload", name="other.wav"), content=second)
         assert other.status_code == 400 and other.json()["message"].startswith("uploads are full")
+        listed = (await api.get(path("sandbox_uploads"))).json()["data"]
+        assert listed["totalBytes"] == 0 and listed["receivingBytes"] >= len(first) // 2
         go_on.set()
         assert (await arriving).status_code == 201
         sandbox.world.uploads.max_total_bytes = len(first) + len(second) - 1
