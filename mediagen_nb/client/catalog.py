@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from mediagen_nb.client import errors, uploads
 from mediagen_nb.client.checks import sendable
-from mediagen_nb.client.config import LOOPBACK_NAMES, on_this_machine
+from mediagen_nb.client.config import LOOPBACK_NAMES, BearerAuth, on_this_machine
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.steps import CATALOG, Call, Op, Record, records_here
@@ -71,8 +71,9 @@ class Catalog(Core):
         if not isinstance(values, Mapping):
             return values
         out = dict(values)
+        auth = BearerAuth(self.settings.keys[0]) if self.settings.keys else None  # for a sandbox's uploads
         for name, index, file in _local_items(model, values):
-            url = yield Record(partial(uploads.upload, name, file, self.sandbox_url()))
+            url = yield Record(partial(uploads.upload, name, file, self.sandbox_url(), auth))
             _put(out, name, index, url)
         return out
 

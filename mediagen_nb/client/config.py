@@ -10,10 +10,12 @@ import hashlib
 import math
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+import httpx
 
 from mediagen_nb.client.errors import ConfigurationError
 from mediagen_nb.client.pacing import Limits
@@ -52,6 +54,21 @@ class Secret:
 
     def __reduce__(self) -> Any:
         raise TypeError("an API key is not pickled")
+
+
+class BearerAuth(httpx.Auth):
+    """Sends a :class:`Secret` as ``Authorization: Bearer ...``, written into the request only as it goes
+    out, so no frame of ours holds the header as text (a ``%xmode Verbose`` traceback shows none)."""
+
+    def __init__(self, key: Secret) -> None:
+        self._key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = "Bearer " + self._key.reveal()
+        yield request
+
+    def __repr__(self) -> str:
+        return f"BearerAuth({self._key!r})"
 
 
 EMBEDDED_SERVICE = "embedded-sandbox"  # every embedded sandbox is one service for usage: demo credits

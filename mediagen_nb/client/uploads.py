@@ -114,11 +114,12 @@ def name_of(path: Path) -> str:
     return f"{digest(path)[:32]}{path.suffix.lower()}"
 
 
-def upload(field: str, path: Path, sandbox_url: str | None) -> str:
+def upload(field: str, path: Path, sandbox_url: str | None, auth: httpx.Auth | None = None) -> str:
     """The URL of ``path`` for the service, uploading it first if it is not there yet (blocking I/O).
 
-    ``sandbox_url`` is the base URL of a sandbox to upload to when no destination is chosen; None
-    when the connection is the service, which has no storage.
+    ``sandbox_url`` is the base URL of a sandbox to upload to when no destination is chosen (with
+    ``auth``, the connection's key: the sandbox takes uploads from its accounts only); None when the
+    connection is the service, which has no storage.
     """
     path = checked_file(field, path)
     with _lock:
@@ -144,7 +145,7 @@ def upload(field: str, path: Path, sandbox_url: str | None) -> str:
     if time.time() < until:
         return url
     if chosen is None:
-        url, until = _to_sandbox(destination, name, path), math.inf
+        url, until = _to_sandbox(destination, name, path, auth), math.inf
     else:  # signed again halfway through its life: a URL handed out is always good for days
         url, until = _to_storage(destination, options, name, path), time.time() + PRESIGN_SECONDS / 2
     with _lock:
@@ -198,13 +199,13 @@ def _chunks(path: Path) -> Iterator[bytes]:
         bar.close()
 
 
-def _to_sandbox(base_url: str, name: str, path: Path) -> str:
+def _to_sandbox(base_url: str, name: str, path: Path, auth: httpx.Auth | None) -> str:
     from mediagen_nb.protocol.paths import path as endpoint
 
     target = base_url.rstrip("/") + endpoint("sandbox_upload", name=name)
-    head = httpx.head(target, timeout=30)
+    head = httpx.head(target, timeout=30)  # reading an upload needs no key
     if head.status_code != 200:
-        response = httpx.put(target, content=_chunks(path), timeout=httpx.Timeout(30, write=600))
+        response = httpx.put(target, content=_chunks(path), timeout=httpx.Timeout(30, write=600), auth=auth)
         if not response.is_success:
             raise errors.ValidationError(
                 f"the sandbox refused the upload of {path.name}: {response.text[:200]}", sent=False

@@ -12,6 +12,7 @@ STATUS_NAMES = {
     403: "Forbidden",
     404: "Not Found",
     405: "Method Not Allowed",
+    413: "Payload Too Large",
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
@@ -178,6 +179,11 @@ def body_not_json(reason: str) -> str:
 
 def body_too_deep(levels: int) -> str:
     return f"Request body is nested more than {levels} levels deep"
+
+
+def body_too_large(limit: int) -> str:
+    """Ours (413): a JSON body past the cap, refused before it is read whole; nothing is charged."""
+    return f"Request body is too large: at most {limit:,} bytes of JSON; send media as URLs, not in the body"
 
 
 def wait_out_of_range(minimum: int, maximum: int) -> str:

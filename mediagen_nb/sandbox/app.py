@@ -1,13 +1,16 @@
-"""The sandbox's ASGI app: the route table, the service's error format for unknown paths, a fresh world."""
+"""The sandbox's ASGI app: the route table, the service's error format for unknown paths, hardened
+answers (``hardening.py``), a fresh world."""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
+from mediagen_nb.sandbox.hardening import Hardened
 from mediagen_nb.sandbox.responses import error_response
 from mediagen_nb.sandbox.routes import ROUTES
 from mediagen_nb.sandbox.world import SandboxConfig, World
@@ -33,6 +36,11 @@ async def _lifespan(app: Starlette) -> AsyncIterator[None]:
 
 def create_app(config: SandboxConfig | None = None) -> Starlette:
     """A new sandbox app with its own state (``app.state.world``)."""
-    app = Starlette(routes=ROUTES, exception_handlers={HTTPException: _http_error}, lifespan=_lifespan)
+    app = Starlette(
+        routes=ROUTES,
+        exception_handlers={HTTPException: _http_error},
+        middleware=[Middleware(Hardened)],  # every answer: nosniff, no script; media only through a proxy
+        lifespan=_lifespan,
+    )
     app.state.world = World(config or SandboxConfig())
     return app

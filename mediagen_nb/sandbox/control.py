@@ -15,7 +15,7 @@ from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import uploads as upload_rules
 from mediagen_nb.sandbox.clock import MAX_SKIP_SECONDS
-from mediagen_nb.sandbox.pipeline import json_object
+from mediagen_nb.sandbox.pipeline import declared_length, json_object
 from mediagen_nb.sandbox.responses import bad_request, error_response, ok
 from mediagen_nb.sandbox.world import World
 
@@ -90,13 +90,18 @@ async def webhooks(request: Request) -> Response:
     return ok({"webhooks": list(_world(request).outbox.sent)})
 
 
+# Media never change under a name. No CORS header: pages show them in <img>, <audio> and <video>,
+# which need none, and no page of another site may read their bytes (hardening.py adds nosniff and
+# a Content-Security-Policy that forbids script to every answer).
+MEDIA_HEADERS = {"Cache-Control": "public, max-age=31536000, immutable"}
+
+
 async def _file(request: Request) -> Response:
     found = await _world(request).media.read(request.path_params["name"])
     if found is None:
         return error_response(404, messages.FILE_NOT_FOUND)
     data, content_type = found
-    headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
-    return Response(data, media_type=content_type, headers=headers)
+    return Response(data, media_type=content_type, headers=MEDIA_HEADERS)
 
 
 async def media(request: Request) -> Response:
@@ -114,26 +119,26 @@ def _upload_url(request: Request, name: str) -> str:
 
 
 async def put_upload(request: Request) -> Response:
-    """PUT /_sandbox/uploads/{name}: store the raw body; 201 when new, 200 when the bytes were there."""
-    declared = request.headers.get("content-length")
-    size = int(declared) if declared is not None and declared.isdigit() else None
-    upload, created = await _world(request).uploads.put(request.path_params["name"], request.stream(), size)
+    """PUT /_sandbox/uploads/{name} (with the account's key): store the body if it is a medium the
+    inputs take (an SVG as PNG); 201 when new, 200 when the bytes were there."""
+    name, declared = request.path_params["name"], declared_length(request)
+    upload, created = await _world(request).uploads.put(name, request.stream(), declared)
     data = {"url": _upload_url(request, upload.name), "name": upload.name, "bytes": upload.bytes}
     return ok({**data, "sha256": upload.sha256}, 201 if created else 200)
 
 
 async def get_upload(request: Request) -> Response:
-    """GET /_sandbox/uploads/{name}: an uploaded file, with the content type of its extension."""
+    """GET /_sandbox/uploads/{name}: an uploaded file, as the media type its content was found to be."""
     name = request.path_params["name"]
     found = _world(request).uploads.path(name)
     if found is None:
         return error_response(404, messages.FILE_NOT_FOUND)
-    headers = {"Cache-Control": "public, max-age=31536000, immutable", "Access-Control-Allow-Origin": "*"}
-    return FileResponse(found, media_type=upload_rules.content_type(name), headers=headers)
+    return FileResponse(found, media_type=upload_rules.content_type(name), headers=MEDIA_HEADERS)
 
 
 async def list_uploads(request: Request) -> Response:
-    """GET /_sandbox/uploads: every stored upload with its URL and size, and the store's caps."""
+    """GET /_sandbox/uploads (with the account's key): every stored upload with its URL and size, and
+    the store's caps."""
     store = _world(request).uploads
     files = [{"url": _upload_url(request, u.name), "name": u.name, "bytes": u.bytes} for u in store.stored()]
     return ok(
@@ -141,6 +146,7 @@ async def list_uploads(request: Request) -> Response:
             "uploads": files,
             "totalBytes": sum(f["bytes"] for f in files),
             "maxTotalBytes": store.max_total_bytes,
+            "receivingBytes": store.receiving_bytes,
             "maxFileBytes": upload_rules.MAX_FILE_BYTES,
         }
     )

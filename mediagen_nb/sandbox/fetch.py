@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from mediagen_nb.protocol import limits, messages, schema
-from mediagen_nb.sandbox.media import measure_seconds
+from mediagen_nb.sandbox.media import measure_seconds, vector
 from mediagen_nb.sandbox.responses import bad_request
 
 MAX_BYTES = 200 * 2**20
@@ -75,6 +75,15 @@ async def download(url: str, own_files: OwnFiles) -> bytes:
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
         raise Unreachable(url) from exc
     return b"".join(chunks)
+
+
+async def image(url: str, own_files: OwnFiles) -> bytes:
+    """An image input as a model sees it: downloaded, and an SVG converted to PNG (the spec's rule,
+    drawn safely: ``media/vector.py``). :class:`Unreachable`, or ``vector.NotDrawable``."""
+    data = await download(url, own_files)
+    if vector.looks_like_svg(data[:4096]):
+        return await asyncio.to_thread(vector.to_png, data)
+    return data
 
 
 async def media_seconds(field: str, url: Any, own_files: OwnFiles) -> float:

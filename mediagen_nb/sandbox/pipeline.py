@@ -1,7 +1,9 @@
-"""The request pipeline every service endpoint shares: key, rate limit, injected faults, error bodies.
+"""The request pipeline every endpoint shares: key, rate limit, injected faults, error bodies, and bounds.
 
 A handler sees one request as a :class:`Call`; this module is the only place that draws HTTP faults,
-so the backends get what a fault means as a plain argument (``at_capacity``) and never the fault.
+so the backends get what a fault means as a plain argument (``at_capacity``) and never the fault. It
+is also the one place that caps a JSON body (before reading it whole) and that keeps web pages of
+other sites away from the ``/_sandbox/`` controls.
 """
 
 import asyncio
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
 
 MAX_JSON_DEPTH = 64  # no body of the service nests deeper; deeper ones are refused before any handler
+# No JSON body of the service or of a control comes near this (a 10,000-character prompt is 10 kB); a
+# larger one is refused from its Content-Length, or as soon as that much has arrived, and never kept.
+MAX_JSON_BYTES = 4 * 2**20
 
 
 class DroppedConnection(httpx.RemoteProtocolError):
@@ -69,9 +74,29 @@ def _check_tree(body: Any) -> None:
             stack.extend((item, depth + 1) for item in value)
 
 
+def declared_length(request: Request) -> int | None:
+    """The body length the request declares (``Content-Length``), None when it declares none."""
+    declared = request.headers.get("content-length", "")
+    return int(declared) if declared.isdigit() else None
+
+
+async def capped_body(request: Request, limit: int = MAX_JSON_BYTES) -> bytes:
+    """The request's body, refused with a 413 as soon as it is declared or read past ``limit`` bytes."""
+    declared = declared_length(request)
+    if declared is not None and declared > limit:
+        raise ServiceError(413, messages.body_too_large(limit))
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ServiceError(413, messages.body_too_large(limit))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def json_object(request: Request) -> dict[str, Any]:
-    """The request's JSON object body (``{}`` when empty); a 400 naming the problem otherwise."""
-    raw = await request.body()
+    """The request's JSON object body (``{}`` when empty); a 400 (413 past the cap) naming the problem."""
+    raw = await capped_body(request)
     if not raw.strip():
         return {}
     try:
@@ -166,11 +191,42 @@ def service_endpoint(
     return endpoint
 
 
-def control_endpoint(handler: Endpoint) -> Endpoint:
-    """A ``/_sandbox/`` handler whose refusals render like the service's (no key, no faults)."""
+# Sandbox controls change money and keys; a web page of another site must never drive them (its
+# script could reset a balance with a form post). Browsers say where a request comes from.
+OTHER_SITES = frozenset({"cross-site", "same-site"})
+FROM_ANOTHER_SITE = (
+    "Sandbox controls refuse requests from web pages of other sites; call them from code "
+    "(httpx, curl) or open them from the sandbox's own address"
+)
+
+
+def from_another_site(request: Request) -> bool:
+    """A browser request made by a page of another site (``Sec-Fetch-Site``), or from another origin.
+
+    Code (httpx, curl) sends neither header, so it is never refused; a page's request to its own
+    origin says ``same-origin`` (and an ``Origin`` equal to the sandbox's own address).
+    """
+    if request.headers.get("sec-fetch-site", "").lower() in OTHER_SITES:
+        return True
+    origin = request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}".lower()
+    return origin is not None and origin.lower().rstrip("/") != own
+
+
+def control_endpoint(handler: Endpoint, *, key: bool = False, browsers: bool = False) -> Endpoint:
+    """A ``/_sandbox/`` handler whose refusals render like the service's (no faults, no request limit).
+
+    With ``key`` the account's key is required (the spec's 401s); unless ``browsers``, a request from
+    a web page of another site is refused (403). Media reads take ``browsers=True``: pages of any site
+    show them in ``<img>``, ``<audio>`` and ``<video>``.
+    """
 
     async def endpoint(request: Request) -> Response:
         try:
+            if not browsers and from_another_site(request):
+                raise ServiceError(403, FROM_ANOTHER_SITE)
+            if key:
+                request.app.state.world.accounts.authenticate(request.headers.get("authorization"))
             return await handler(request)
         except ServiceError as exc:
             return error_response(exc.status, exc.message)

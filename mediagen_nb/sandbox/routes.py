@@ -35,8 +35,10 @@ def _service(name: str, method: str, handler: Handler, *, key: bool = True, star
     return Route(_path(name), endpoint, methods=[method])
 
 
-def _control(name: str, methods: list[str], handler: control.Endpoint) -> Route:
-    return Route(_path(name), control_endpoint(handler), methods=methods)
+def _control(
+    name: str, methods: list[str], handler: control.Endpoint, *, key: bool = False, browsers: bool = False
+) -> Route:
+    return Route(_path(name), control_endpoint(handler, key=key, browsers=browsers), methods=methods)
 
 
 async def index(request: Request) -> Response:
@@ -76,7 +78,8 @@ ROUTES: list[Route] = [
     _service("job_options", "GET", topic_video.options),
     _service("job", "GET", topic_video.read),
     _service("reedit", "POST", topic_video.reedit, start=True),
-    # Sandbox controls: no key, no faults, never under the service's roots.
+    # Sandbox controls: no faults, never under the service's roots, refused to pages of other sites;
+    # uploads need the account's key. Media reads (and the web app's stand-in pages) are for any page.
     _control("sandbox_info", ["GET"], control.info),
     _control("sandbox_keys", ["POST"], control.create_key),
     _control("sandbox_account", ["GET", "POST"], control.account),
@@ -85,10 +88,10 @@ ROUTES: list[Route] = [
     _control("sandbox_reset", ["POST"], control.reset),
     _control("sandbox_webhooks", ["GET"], control.webhooks),
     _control("sandbox_clock", ["POST"], control.clock),
-    _control("sandbox_media", ["GET"], control.media),
-    _control("sandbox_samples", ["GET"], control.samples),
-    _control("sandbox_uploads", ["GET"], control.list_uploads),
-    _control("sandbox_upload", ["PUT"], control.put_upload),
-    _control("sandbox_upload", ["GET"], control.get_upload),
-    _control("sandbox_app", ["GET"], control.app_page),
+    _control("sandbox_media", ["GET"], control.media, browsers=True),
+    _control("sandbox_samples", ["GET"], control.samples, browsers=True),
+    _control("sandbox_uploads", ["GET"], control.list_uploads, key=True),
+    _control("sandbox_upload", ["PUT"], control.put_upload, key=True),
+    _control("sandbox_upload", ["GET"], control.get_upload, browsers=True),
+    _control("sandbox_app", ["GET"], control.app_page, browsers=True),
 ]

@@ -1,15 +1,17 @@
 """Files uploaded to the sandbox, so local files can be inputs (``PUT /_sandbox/uploads/{name}``).
 
 The service takes only public https URLs and has no upload endpoint; on the sandbox a client puts a
-file here instead of in its own storage. Uploads are content-addressed: a file is stored as the first
-32 hex digits of its SHA-256 plus the original extension, lower-cased, so the same bytes uploaded twice
-are one file with one URL. They live in ``data_dir/uploads`` (or a private temporary folder), survive
-``/_sandbox/reset`` like rendered media, and are capped per file and in total.
+file here instead of in its own storage, with the account's key. Only media the service's inputs take
+are kept, recognised by their content (``media/identify.py``), never by their name: an SVG becomes a
+PNG, and anything else (a page, a script, a document, a file that only starts like an image) is
+refused before it is stored. A file is stored as the first 32 hex digits of its SHA-256 plus the
+extension of what it is, so the same bytes uploaded twice are one file with one URL. Uploads live in
+``data_dir/uploads`` (or a private temporary folder), survive ``/_sandbox/reset`` like rendered media,
+and are capped per file and in total, files still being received included.
 """
 
 import asyncio
 import hashlib
-import mimetypes
 import os
 import re
 import tempfile
@@ -17,15 +19,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mediagen_nb.sandbox.media import CONTENT_TYPES
-from mediagen_nb.sandbox.responses import bad_request
+from mediagen_nb.sandbox.media import vector
+from mediagen_nb.sandbox.media.identify import ACCEPTED, MEDIA_TYPES, NotMedia, identify
+from mediagen_nb.sandbox.responses import ServiceError, bad_request
 
 MAX_FILE_BYTES = 200 * 2**20  # the largest file the service's downloader reads (fetch.MAX_BYTES)
 MAX_TOTAL_BYTES = 2 * 2**30
 MAX_NAME_CHARS = 255
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
 _EXTENSION = re.compile(r"[a-z0-9]{1,16}")
-_STORED = re.compile(r"[0-9a-f]{32}\.[a-z0-9]{1,16}")
+_STORED = re.compile(rf"[0-9a-f]{{32}}\.(?:{'|'.join(MEDIA_TYPES)})")
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,8 @@ class Upload:
     sha256: str | None = None  # known for a file just stored
 
 
-def stored_extension(name: str) -> str:
-    """The lower-case extension an upload named ``name`` is stored with; a 400 for a name refused."""
+def check_name(name: str) -> None:
+    """A 400 for an upload name refused (its extension says nothing: the content decides the type)."""
     if "/" in name or "\\" in name:
         raise bad_request("upload name must be a file name, without / or \\")
     if ".." in name:
@@ -48,18 +51,15 @@ def stored_extension(name: str) -> str:
     if not _NAME.fullmatch(name):
         raise bad_request("upload name may hold only letters, digits, '.', '_' and '-'")
     stem, dot, extension = name.rpartition(".")
-    extension = extension.lower()
-    if not dot or not stem.strip(".") or not _EXTENSION.fullmatch(extension):
+    if not dot or not stem.strip(".") or not _EXTENSION.fullmatch(extension.lower()):
         raise bad_request(
             "upload name needs a stem and an extension of letters and digits, such as voice.wav"
         )
-    return extension
 
 
 def content_type(name: str) -> str:
-    """The MIME type served for a stored name."""
-    extension = name.rsplit(".", 1)[-1]
-    return CONTENT_TYPES.get(extension) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    """The media type a stored name is served as (its extension is the type its content was found to be)."""
+    return MEDIA_TYPES[name.rsplit(".", 1)[-1]]
 
 
 class Uploads:
@@ -69,7 +69,10 @@ class Uploads:
         self._temporary: tempfile.TemporaryDirectory[str] | None = None
         self._folder = Path(data_dir) / "uploads" if data_dir is not None else None
         self.max_total_bytes = max_total_bytes
-        self._lock = asyncio.Lock()
+        # Bytes stored, and bytes of uploads still being received (their temporary files): both count
+        # toward the cap. Changed only on the event loop, each check-and-add without an await in between.
+        self._stored = 0
+        self._receiving = 0
 
     @property
     def folder(self) -> Path:
@@ -93,42 +96,68 @@ class Uploads:
     def total_bytes(self) -> int:
         return sum(upload.bytes for upload in self.stored())
 
+    @property
+    def receiving_bytes(self) -> int:
+        """Bytes held for uploads still being received (their temporary files count toward the cap)."""
+        return self._receiving
+
+    def _reserve(self, more: int) -> None:
+        """Count ``more`` bytes of an upload being received, or refuse it if the store would pass its cap."""
+        if self._stored + self._receiving + more > self.max_total_bytes:
+            raise bad_request(
+                f"uploads are full: {self._stored:,} bytes are stored and {self._receiving:,} are being "
+                f"received, of {self.max_total_bytes:,}; restart the sandbox (or use another --data-dir) "
+                "to clear them"
+            )
+        self._receiving += more
+
     async def put(self, name: str, chunks: AsyncIterator[bytes], declared: int | None) -> tuple[Upload, bool]:
         """Store the body of ``PUT /_sandbox/uploads/{name}``; the upload and whether it is new.
 
-        A body over the file cap is refused as soon as it is declared or read that far; a new file that
-        would take the store over its total cap is refused and not kept.
+        A body over the file cap is refused as soon as it is declared or read that far, and one that
+        would take the store past its total cap (counting the uploads still arriving) likewise; a file
+        that is not an accepted medium is refused once read; nothing refused is kept.
         """
-        extension = stored_extension(name)
+        check_name(name)
         if declared is not None and declared > MAX_FILE_BYTES:
-            raise bad_request(_too_large(declared))
+            raise ServiceError(413, _too_large(declared))
         folder = self.folder
-        digest, size = hashlib.sha256(), 0
+        self._stored = self.total_bytes()  # what is on disk now (another sandbox may share a data dir)
+        reserved = 0
         handle, temp_name = tempfile.mkstemp(prefix=".upload-", dir=folder)
         temp = Path(temp_name)
         try:
+            if declared:
+                self._reserve(declared)
+                reserved = declared
+            digest, size = hashlib.sha256(), 0
             with os.fdopen(handle, "wb") as out:
                 async for chunk in chunks:
                     size += len(chunk)
                     if size > MAX_FILE_BYTES:
-                        raise bad_request(_too_large(size))
+                        raise ServiceError(413, _too_large(size))
+                    if size > reserved:
+                        self._reserve(size - reserved)
+                        reserved = size
                     digest.update(chunk)
                     out.write(chunk)
+            extension, converted = await asyncio.to_thread(_as_media, temp)
+            if converted is not None:  # an SVG, now its PNG
+                size, digest = len(converted), hashlib.sha256(converted)
+                if size > reserved:
+                    self._reserve(size - reserved)
+                    reserved = size
+                await asyncio.to_thread(temp.write_bytes, converted)
             sha256 = digest.hexdigest()
             upload = Upload(f"{sha256[:32]}.{extension}", size, sha256)
-            async with self._lock:
-                final = folder / upload.name
-                if final.exists():
-                    return upload, False
-                total = self.total_bytes()
-                if total + size > self.max_total_bytes:
-                    raise bad_request(
-                        f"uploads are full: {total:,} of {self.max_total_bytes:,} bytes are stored; "
-                        "restart the sandbox (or use another --data-dir) to clear them"
-                    )
-                os.replace(temp, final)
-                return upload, True
+            final = folder / upload.name
+            if final.exists():
+                return upload, False
+            os.replace(temp, final)
+            self._stored += size
+            return upload, True
         finally:
+            self._receiving -= reserved
             temp.unlink(missing_ok=True)
 
     def path(self, name: str) -> Path | None:
@@ -142,6 +171,24 @@ class Uploads:
         """A stored file's bytes, or None."""
         path = self.path(name)
         return None if path is None else await asyncio.to_thread(path.read_bytes)
+
+
+def _as_media(temp: Path) -> tuple[str, bytes | None]:
+    """The extension the received file is stored with, and for an SVG the PNG that replaces it.
+
+    A 400 saying what the file looked like when it is none of the accepted media.
+    """
+    try:
+        kind = identify(temp)
+        if not kind.is_svg:
+            return kind.extension, None
+        with temp.open("rb") as file:
+            return "png", vector.to_png(file.read(vector.MAX_SVG_BYTES + 1))  # a larger one is refused
+    except (NotMedia, vector.NotDrawable) as refused:
+        raise bad_request(
+            f"upload refused: the file looks like {refused.looks_like}; the sandbox keeps only "
+            f"{ACCEPTED}, recognised by their content"
+        ) from None
 
 
 def _too_large(size: int) -> str:

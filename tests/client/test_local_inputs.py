@@ -99,7 +99,8 @@ def test_a_callable_chooses_the_url(client: Client, served: Sandbox, tmp_path: P
     def mine(file: Path) -> str:
         seen.append(file)
         url = f"{served.base_url}{path('sandbox_upload', name='mine-' + file.name)}"
-        stored = httpx.put(url, content=file.read_bytes(), timeout=10).raise_for_status()
+        key = {"Authorization": f"Bearer {served.demo_key}"}  # the sandbox takes uploads from its accounts
+        stored = httpx.put(url, content=file.read_bytes(), headers=key, timeout=10).raise_for_status()
         return str(stored.json()["data"]["url"])  # where the sandbox keeps it (content-addressed)
 
     uploads.uploads(mine)

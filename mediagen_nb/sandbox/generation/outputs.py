@@ -11,7 +11,7 @@ from typing import Any
 from PIL import Image
 
 from mediagen_nb.sandbox import catalog
-from mediagen_nb.sandbox.fetch import OwnFiles, download
+from mediagen_nb.sandbox.fetch import OwnFiles, image
 from mediagen_nb.sandbox.media import MediaSpec
 
 MAX_SIDE = 768  # images are drawn at most this large; the real service's sizes do not matter here
@@ -55,9 +55,8 @@ async def face_frame(
     if model.group != LIP_SYNC_GROUP or not isinstance(url, str):
         return None
     try:
-        data = await download(url, own_files)
-        with Image.open(io.BytesIO(data)) as image:
-            width, height = image.size
+        with Image.open(io.BytesIO(await image(url, own_files))) as face:  # an SVG drawn as PNG first
+            width, height = face.size
     except Exception:  # unreachable or not an image: the spec checks neither at start; keep the default
         return None
     return (width, height) if width > 0 and height > 0 else None
