@@ -83,7 +83,7 @@ class Catalog(Core):
         if not isinstance(values, Mapping):
             return values
         out = dict(values)
-        for name, index, file, kind in _local_items(model, values):
+        for name, index, file, kind in local_items(model, values):
             url = yield Record(partial(uploads.upload, name, file, self.sandbox_url(), kind))
             _put(out, name, index, url)
         return out
@@ -96,7 +96,7 @@ class Catalog(Core):
         """``values`` with each local file replaced by a URL no one can read (an estimate uploads
         nothing), and the length-billed file, when local, measured here (blocking I/O: a Record step)."""
         out, measured = dict(values), None
-        for name, index, file, kind in _local_items(model, values):
+        for name, index, file, kind in local_items(model, values):
             found = uploads.checked_file(name, file, kind)
             _put(out, name, index, uploads.stand_in(file, found))
             if name == model.length_billed_field:
@@ -173,7 +173,7 @@ class Catalog(Core):
             )
 
 
-def _local_items(model: Model, values: Mapping[str, Any]) -> Iterator[tuple[str, int | None, Path, str]]:
+def local_items(model: Model, values: Mapping[str, Any]) -> Iterator[tuple[str, int | None, Path, str]]:
     """Each local file among ``values``' media fields: its field, its place in a list (or None), its
     path, and the medium the field takes."""
     for name, prop in model.properties.items():

@@ -126,9 +126,10 @@ def test_a_path_column_of_a_sweep(served: Sandbox, tmp_path: Path) -> None:
         ledger=str(tmp_path / "l.db"),
     )
     before = uploads.sent_files
-    priced = rows.mediagen.estimate("zonos2", client=client, show=False)
+    priced = rows.mediagen.estimate("zonos2", client=client, show=False, allow_files_from=tmp_path)
     assert list(priced["credits"]) == [10, 15, 10]
-    done = rows.mediagen.run("zonos2", client=client, progress=False)
+    assert uploads.sent_files == before  # measured here: an estimate uploads nothing
+    done = rows.mediagen.run("zonos2", client=client, progress=False, allow_files_from=tmp_path)
     assert list(done["status"]) == ["succeeded"] * 3
     charged = charges(served)
     assert [charged[g] for g in done["generation_id"]] == [10, 15, 10]
