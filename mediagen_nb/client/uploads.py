@@ -98,15 +98,17 @@ sent_files = 0  # uploads really sent by this process (the same file twice count
 def uploads(target: Target | None, **options: Any) -> None:
     """Choose where local files go: an fsspec URL (``options`` are its storage options, e.g.
     ``endpoint_url=`` for R2 or MinIO), a callable ``path -> url``, or None for the default
-    (``MEDIAGEN_UPLOAD_URL``, else a sandbox's own uploads)."""
+    (``MEDIAGEN_UPLOAD_URL``, else a sandbox's own uploads). The options are held masked from here on."""
     global _chosen
+    held = StorageOptions(options)
+    del options  # no frame keeps them in the clear, even in a traceback of the error below
     if target is not None and not callable(target) and not (isinstance(target, str) and "://" in target):
         raise errors.ConfigurationError(
             f"uploads: give an fsspec URL such as 's3://bucket/prefix' or a function path -> url, "
-            f"not {target!r}"
+            f"not {held.mask(str(target))[:80]!r}"
         )
     with _lock:
-        _chosen = None if target is None else (target, StorageOptions(options))
+        _chosen = None if target is None else (target, held)
 
 
 def local_file(value: Any) -> Path | None:

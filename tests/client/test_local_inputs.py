@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
-from mediagen_nb.client import AsyncClient, Client, Limits, UploadFailed, ValidationError, uploads
+from mediagen_nb.client import AsyncClient, Client, Limits, UploadFailed, ValidationError, errors, uploads
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
@@ -404,3 +404,18 @@ def test_storage_options_never_show_or_pickle_their_secrets() -> None:
     assert options.mask(f"denied for AKIA-ID/{secret} at http://x:9") == "denied for ***/*** at http://x:9"
     with pytest.raises(TypeError):
         pickle.dumps(options)
+
+
+def test_a_refused_uploads_call_keeps_no_secret_in_its_verbose_traceback() -> None:
+    """Even every frame's locals (what ``%xmode Verbose`` shows) hold the options masked only."""
+    from IPython.core.ultratb import VerboseTB
+
+    secret = "s3-secret-" + uuid.uuid4().hex
+    with pytest.raises(errors.ConfigurationError) as refused:
+        uploads.uploads("my-bucket/inputs", key="AKIA-ID", secret=secret)
+    error = refused.value
+    assert error.__traceback__ is not None
+    ours = error.__traceback__.tb_next  # from uploads() down: this test's own frame holds the secret
+    shown = VerboseTB().text(type(error), error, ours)
+    assert "uploads: give an fsspec URL" in shown and "StorageOptions(key, secret" in shown
+    assert secret not in shown and "AKIA-ID" not in shown
