@@ -61,7 +61,7 @@ class StorageOptions:
 
     def mask(self, text: str) -> str:
         """``text`` with every value of a non-public option (and any API key) masked."""
-        for secret in sorted(_texts(self._values, public=False), key=len, reverse=True):
+        for secret in sorted(_texts(self._values, every=False), key=len, reverse=True):
             text = text.replace(secret, "***")
         return errors.mask(text)
 
@@ -74,15 +74,16 @@ class StorageOptions:
         raise TypeError("storage credentials are not pickled")
 
 
-def _texts(value: Any, *, public: bool) -> Iterator[str]:
-    """Every text among nested options, but those of public options (an endpoint, a region)."""
+def _texts(value: Any, *, every: bool) -> Iterator[str]:
+    """Every text among nested options; at the top (``every`` False) none of a public option's (an
+    endpoint, a region: named in messages)."""
     if isinstance(value, Mapping):
         for key, item in value.items():
-            if public or key not in PUBLIC_OPTIONS:
-                yield from _texts(item, public=True)
+            if every or key not in PUBLIC_OPTIONS:
+                yield from _texts(item, every=True)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _texts(item, public=True)
+            yield from _texts(item, every=True)
     elif isinstance(value, (str, bytes)) and len(value) >= 4:
         yield value.decode(errors="replace") if isinstance(value, bytes) else value
 
