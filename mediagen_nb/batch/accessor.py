@@ -30,7 +30,9 @@ class MediagenAccessor:
 
         ``columns`` maps column -> input field (default: columns named like fields); keyword
         constants apply to every row (``mediagen_nb.template(...)`` fills one from columns);
-        ``budget=`` and ``key_cap=`` put the total against a limit in the summary.
+        ``budget=`` and ``key_cap=`` put the total against a limit in the summary. Local files are
+        measured here, never uploaded; a path column is read only inside the working folder and the
+        folders of ``allow_files_from=``.
         """
         from mediagen_nb.batch import runner
 
@@ -40,7 +42,8 @@ class MediagenAccessor:
     def run(self, model: str, columns: Columns = None, **options: Any) -> pd.DataFrame:
         """Run every row at the speed the limits allow; adds generation_id, status, output_url,
         output_urls, credits, error, elapsed_s (with ``prefix=``). Options: ``max_credits``,
-        ``run_name``, ``fresh``, ``ledger`` (path), ``client``, ``progress``. A re-run resumes."""
+        ``run_name``, ``fresh``, ``ledger`` (path), ``client``, ``progress``, ``allow_files_from``
+        (folders a path column may name beyond the working folder). A re-run resumes."""
         from mediagen_nb.batch import runner
 
         done: pd.DataFrame = runner.run(self._df, model, columns, **options)

@@ -25,7 +25,7 @@ import pandas as pd
 from mediagen_nb.batch import runner
 from mediagen_nb.batch.download import download
 from mediagen_nb.batch.gallery import Gallery
-from mediagen_nb.batch.plan import MappingWarning, loose
+from mediagen_nb.batch.plan import FilesFrom, MappingError, MappingWarning, loose
 from mediagen_nb.batch.template import template
 from mediagen_nb.client import MediagenError
 
@@ -176,6 +176,14 @@ def parser() -> argparse.ArgumentParser:
         help="start again the rows whose generation failed; keep the rest",
     )
     p.add_argument("--ledger", type=Path, help="the ledger file (default: the user's, or MEDIAGEN_LEDGER)")
+    p.add_argument(
+        "--files-from",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="also send the table's local files from this folder (default: only the table's own folder)",
+    )
     return p
 
 
@@ -213,8 +221,14 @@ def sweep(args: argparse.Namespace) -> int:
     for path in (args.out, args.gallery):
         if path is not None:
             (check_output if path is args.out else writable)(path)
+    try:  # a sheet from elsewhere names files: only those beside it (or in --files-from) are sent
+        files_from = FilesFrom.of(args.table.parent, args.files_from, "--files-from")
+    except MappingError as exc:
+        raise Refused(exc.message) from None
     with _one_line_warnings():
-        priced = runner.estimate(df, args.model, columns, budget=args.budget, show=False, **constants)
+        priced = runner.estimate(
+            df, args.model, columns, budget=args.budget, show=False, allow_files_from=files_from, **constants
+        )
     print(priced.attrs["mediagen_estimate"])
     if args.estimate:
         if args.out:
@@ -235,6 +249,7 @@ def sweep(args: argparse.Namespace) -> int:
         fresh=args.fresh,
         retry_failed=args.retry_failed,
         ledger=args.ledger,
+        allow_files_from=files_from,
         **constants,
     )
     try:

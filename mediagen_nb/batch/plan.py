@@ -2,21 +2,28 @@
 
 A mapping mistake (an unknown column, a field the model does not have) is one clear error for the
 whole call; a bad row (a missing value, NaN, an enum mismatch) is that row's error and the others go on.
+
+A path in a table came from whoever wrote the table, so it is sent only from where the user meant
+(:class:`FilesFrom`: the working folder, or the sheet's folder for ``mediagen sweep``, plus the folders
+the user adds); anything else makes that row invalid, naming the path and the option that allows it.
 """
 
 import difflib
 import json
 import math
+import os
 import re
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mediagen_nb.batch.template import Template
 from mediagen_nb.client import Model, ValidationError, idempotency
 from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.catalog import local_items
 from mediagen_nb.protocol.messages import closest
 from mediagen_nb.protocol.schema import is_missing
 
@@ -38,6 +45,56 @@ class Row:
     input: dict[str, Any] | None
     error: str | None = None
     key: str | None = None
+
+
+Folders = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None
+
+
+@dataclass(frozen=True)
+class FilesFrom:
+    """The folders a table's local files may be sent from, and the option that adds one."""
+
+    folders: tuple[Path, ...]  # resolved: symlinks and ``~`` followed
+    option: str  # how the user adds a folder: ``allow_files_from=`` or ``--files-from``
+
+    @classmethod
+    def of(cls, home: Path, added: Folders, option: str = "allow_files_from") -> "FilesFrom":
+        """``home`` (the working folder or the sheet's) and the ``added`` folders, each an existing folder."""
+        given = [added] if isinstance(added, (str, os.PathLike)) else list(added or [])
+        folders = [home.expanduser().resolve()]
+        for folder in given:
+            if not isinstance(folder, (str, os.PathLike)):
+                raise MappingError(f"{option}: give a folder or a list of folders, not {folder!r}", option)
+            found = Path(folder).expanduser().resolve()
+            if not found.is_dir():
+                raise MappingError(f"{option}: there is no folder {str(folder)!r}", option)
+            folders.append(found)
+        return cls(tuple(folders), option)
+
+    def check(self, field: str, path: Path) -> None:
+        """Refuse ``path`` unless it lies, once resolved, inside one of the folders (a ValidationError)."""
+        resolved = path.expanduser().resolve()
+        if any(resolved.is_relative_to(folder) for folder in self.folders):
+            return
+        add = resolved.parent
+        widen = f"{self.option}={str(add)!r}" if self.option.isidentifier() else f"{self.option} {add}"
+        raise ValidationError(
+            f"{field}: {str(path)!r} is outside {' and '.join(map(str, self.folders))}; a table's files are "
+            f"sent only from there (if you meant it, allow its folder: {widen})",
+            field=field,
+            sent=False,
+        )
+
+    def checked(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
+        """``values`` once every local file in a media field is inside the folders (else ValidationError)."""
+        for name, _, path, _ in local_items(model, values):
+            self.check(name, path)
+        return dict(values)
+
+
+def allowed(given: "Folders | FilesFrom") -> FilesFrom:
+    """Where a frame's files may come from: the working folder and the folders of ``allow_files_from=``."""
+    return given if isinstance(given, FilesFrom) else FilesFrom.of(Path.cwd(), given)
 
 
 def _did_you_mean(name: str, options: Sequence[str]) -> str:
@@ -174,7 +231,9 @@ def _warn_near_misses(
 
 
 def plain(value: Any) -> Any:
-    """A cell as JSON sends it: numpy scalars to Python, NaN/NaT/None to None."""
+    """A cell as JSON sends it: numpy scalars to Python, NaN/NaT/None to None, a path to its text."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
         value = value.item()
     if isinstance(value, float) and math.isnan(value):

@@ -16,7 +16,17 @@ from mediagen_nb.batch import loop
 from mediagen_nb.batch.estimates import Price, price_rows
 from mediagen_nb.batch.frames import Table, table
 from mediagen_nb.batch.handle import RowResult, SweepHandle, progress_bar
-from mediagen_nb.batch.plan import Columns, MappingError, Row, _did_you_mean, plan_rows, resolve_columns
+from mediagen_nb.batch.plan import (
+    Columns,
+    FilesFrom,
+    Folders,
+    MappingError,
+    Row,
+    _did_you_mean,
+    allowed,
+    plan_rows,
+    resolve_columns,
+)
 from mediagen_nb.batch.scheduler import Outcome, Sweep, outcome_fields
 from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, BudgetStatus, Ledger, Model, budget
 from mediagen_nb.client import ledger as ledgers
@@ -104,8 +114,14 @@ def prepare(
     client: AsyncClient,
     *,
     run_name: str = "",
+    files_from: FilesFrom,
+    upload: bool = True,
 ) -> tuple[Model, list[Row]]:
-    """The model and one checked Row per DataFrame row; mapping errors raise before any request."""
+    """The model and one checked Row per DataFrame row; mapping errors raise before any request.
+
+    A row's local files must lie in ``files_from``'s folders; they are uploaded (become URLs) only
+    when ``upload``: a sweep's run, never its estimate.
+    """
     models = {m.id: m for m in _call(client.models())}
     if model_id not in models:
         hint = _did_you_mean(model_id, list(models))
@@ -113,8 +129,9 @@ def prepare(
     model = models[model_id]
     by_field = resolve_columns(model, frame.names(), columns, constants)
 
-    def check(model: Model, values: Mapping[str, Any]) -> dict[str, Any]:  # local files become URLs
-        return client.check_input(model, client.attach(model, values))
+    def check(model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
+        values = files_from.checked(model, values)
+        return client.check_input(model, client.attach(model, values) if upload else values)
 
     return model, plan_rows(frame.records(), model, by_field, constants, check, run_name=run_name)
 
@@ -209,15 +226,20 @@ def estimate(
     budget: int | None = None,
     key_cap: int | None = None,
     show: bool = True,
+    allow_files_from: Folders | FilesFrom = None,
     **constants: Any,
 ) -> Any:
     """A copy of ``df`` (pandas or polars) with ``credits`` and ``billing`` per row, ``error`` for
-    invalid rows, and the ``input`` each row would send; the summary is ``attrs["mediagen_estimate"]``."""
+    invalid rows, and the ``input`` each row would send; the summary is ``attrs["mediagen_estimate"]``.
+
+    Local files are measured here, never uploaded; ``allow_files_from`` adds folders (beyond the
+    working folder) a frame's paths may name."""
     check_options(model=model_id, client=client, budget=budget, key_cap=key_cap, show=show)
     frame = table(df)
     writable(frame, list(ESTIMATE_COLUMNS), "estimate")
+    files_from = allowed(allow_files_from)
     aclient = async_client(client)
-    model, rows = prepare(frame, model_id, columns, constants, aclient)
+    model, rows = prepare(frame, model_id, columns, constants, aclient, files_from=files_from, upload=False)
     prices, requests = _call(price_rows(aclient, model, rows))
     credits = [_credits(prices.get(r.position)) for r in rows]
     summary = EstimateSummary(
@@ -301,9 +323,12 @@ def submit(
     ledger: str | Path | Ledger | None = None,
     progress: bool = True,
     on_row: Callable[[RowResult], None] | None = None,
+    allow_files_from: Folders | FilesFrom = None,
     **constants: Any,
 ) -> SweepHandle:
     """Start a sweep in the background and return its handle at once.
+
+    A path in the frame is sent only from the working folder or a folder of ``allow_files_from``.
 
     ``retry_failed=True`` starts again exactly the rows whose last attempt failed (new generations for
     those rows only) and keeps every success. ``on_row`` is called with each row's
@@ -327,10 +352,13 @@ def submit(
     )
     frame = table(df)
     writable(frame, [prefix + name for name in RESULT_COLUMNS], "run")
+    files_from = allowed(allow_files_from)
     aclient = async_client(client)
     if fresh:
         run_name = f"{run_name}|fresh-{time.time_ns()}"
-    model, rows = prepare(frame, model_id, columns, constants, aclient, run_name=run_name)
+    model, rows = prepare(
+        frame, model_id, columns, constants, aclient, run_name=run_name, files_from=files_from
+    )
     session = budget()
     prices: dict[int, Price] = {}
     if max_credits is not None or session.limit is not None:

@@ -5,18 +5,30 @@ the service's own messages, media URLs the service can read. Nothing in this mod
 """
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from mediagen_nb.client import errors, uploads
+from mediagen_nb.client import errors, media, uploads
 from mediagen_nb.client.checks import sendable
 from mediagen_nb.client.config import LOOPBACK_NAMES, BearerAuth, on_this_machine
 from mediagen_nb.client.core import Core
+from mediagen_nb.client.media import extension as media_ext
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.steps import CATALOG, Call, Op, Record, records_here
 from mediagen_nb.protocol import messages, schema, wire
+from mediagen_nb.protocol.limits import LENGTH_BILLED_EXTENSIONS
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A length-billed local file measured on this machine for an estimate (and not uploaded)."""
+
+    field: str
+    name: str  # the file's own name, for the estimate's billing text
+    seconds: float
 
 
 class Catalog(Core):
@@ -72,14 +84,39 @@ class Catalog(Core):
             return values
         out = dict(values)
         auth = BearerAuth(self.settings.keys[0]) if self.settings.keys else None  # for a sandbox's uploads
-        for name, index, file in _local_items(model, values):
-            url = yield Record(partial(uploads.upload, name, file, self.sandbox_url(), auth))
+        for name, index, file, kind in local_items(model, values):
+            url = yield Record(partial(uploads.upload, name, file, self.sandbox_url(), kind, auth))
             _put(out, name, index, url)
         return out
 
     def attach_now(self, model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
         """:meth:`attach` in the calling thread (a sweep's rows are planned there)."""
         return records_here(self.attach(model, values))
+
+    def stand_ins(self, model: Model, values: Mapping[str, Any]) -> tuple[dict[str, Any], Measured | None]:
+        """``values`` with each local file replaced by a URL no one can read (an estimate uploads
+        nothing), and the length-billed file, when local, measured here (blocking I/O: a Record step)."""
+        out, measured = dict(values), None
+        for name, index, file, kind in local_items(model, values):
+            found = uploads.checked_file(name, file, kind)
+            _put(out, name, index, uploads.stand_in(file, found))
+            if name == model.length_billed_field:
+                ext = media_ext(file, found)
+                seconds = media.measure_seconds(file, ext)
+                if seconds is None:
+                    said = (
+                        messages.UNREADABLE_VIDEO_DURATION
+                        if ext == ".mp4"
+                        else messages.unreadable_audio_duration()
+                    )
+                    raise errors.ValidationError(
+                        f"{said}: the length of {file.name} cannot be read here, and a run would refuse it; "
+                        "give a whole .mp3, .wav or .mp4 file",
+                        field=name,
+                        sent=False,
+                    )
+                measured = Measured(name, file.name, seconds)
+        return out, measured
 
     def sandbox_url(self) -> str | None:
         """The base URL of a sandbox to upload local files to (embedded, or served on this machine)."""
@@ -107,24 +144,33 @@ class Catalog(Core):
                 field=name,
                 sent=False,
             )
+        billed = model.length_billed_field
         try:
             normalized = schema.normalize(model.input_schema, values)
-            media = model.length_billed_field
-            if media is not None and not schema.is_missing(values.get(media)):
-                schema.check_media_extension(media, values[media])
+            value = values.get(billed) if billed is not None else None
+            if billed is not None and not schema.is_missing(value) and uploads.local_file(value) is None:
+                schema.check_media_extension(billed, value)  # a local file's is its format's: below
         except schema.InputError as exc:
             raise errors.ValidationError(exc.message, field=exc.field, sent=False) from None
         checked = {name: normalized[name] for name in values}
         sendable(checked)
         for name, prop in model.properties.items():
-            if name in checked and isinstance(prop, Mapping) and schema.media_kind(prop):
+            if name in checked and isinstance(prop, Mapping) and (kind := schema.media_kind(prop)):
                 items = checked[name] if isinstance(checked[name], list) else [checked[name]]
                 for url in items:
                     local = uploads.local_file(url)
-                    if local is not None:  # uploaded before it is sent (attach); it must exist now
-                        uploads.checked_file(name, local)
-                    else:
+                    if local is None:
                         self.check_media_url(name, url)
+                        continue
+                    found = uploads.checked_file(name, local, kind)  # media of its kind, uploaded later
+                    sent_as = media_ext(local, found)
+                    if name == billed and sent_as not in LENGTH_BILLED_EXTENSIONS:
+                        raise errors.ValidationError(
+                            f"{messages.UNSUPPORTED_MEDIA_FORMAT}: {local.name} is sent as {sent_as}; "
+                            f"{model.id} takes {', '.join(LENGTH_BILLED_EXTENSIONS)}",
+                            field=name,
+                            sent=False,
+                        )
         return checked
 
     def check_media_url(self, name: str, url: Any) -> None:
@@ -144,16 +190,18 @@ class Catalog(Core):
             )
 
 
-def _local_items(model: Model, values: Mapping[str, Any]) -> Iterator[tuple[str, int | None, Path]]:
-    """Each local file among ``values``' media fields: its field, its place in a list (or None), its path."""
+def local_items(model: Model, values: Mapping[str, Any]) -> Iterator[tuple[str, int | None, Path, str]]:
+    """Each local file among ``values``' media fields: its field, its place in a list (or None), its
+    path, and the medium the field takes."""
     for name, prop in model.properties.items():
-        if name not in values or not (isinstance(prop, Mapping) and schema.media_kind(prop)):
+        kind = schema.media_kind(prop) if isinstance(prop, Mapping) else None
+        if name not in values or kind is None:
             continue
         value = values[name]
         for index, item in enumerate(value) if isinstance(value, list) else [(None, value)]:
             path = uploads.local_file(item)
             if path is not None:
-                yield name, index, path
+                yield name, index, path, kind
 
 
 def _put(values: dict[str, Any], name: str, index: int | None, url: str) -> None:

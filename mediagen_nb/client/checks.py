@@ -53,3 +53,21 @@ def sendable(values: Mapping[str, Any]) -> None:
             raise errors.ValidationError(
                 f"{name} must be a finite number (NaN and infinity cannot be sent)", field=name, sent=False
             ) from None
+
+
+def header_value(name: str, value: str) -> str:
+    """``value`` as an HTTP header can carry it (printable ASCII, no line break), else ValidationError.
+
+    Checked before httpx sees it: httpx's own UnicodeEncodeError would carry the request's headers in
+    its traceback's locals.
+    """
+    for position, char in enumerate(value):
+        if not (" " <= char <= "~"):
+            kind = "a line break" if char in "\r\n" else "a control character" if char.isascii() else None
+            what = kind or f"the non-ASCII character {char!r}"
+            raise errors.ValidationError(
+                f"{name} has {what} at position {position}; use letters, digits and -_.: (ASCII only)",
+                field=name,
+                sent=False,
+            )
+    return value

@@ -186,7 +186,9 @@ class Client(BaseClient):
             if isinstance(step, Call):
                 try:
                     request = self._engine.build(self._http, step)
-                    reply = transport.send(self._http, request, self._engine.deadline(step))
+                    reply = transport.send(
+                        self._http, request, self._engine.deadline(step), self._engine.auth(step)
+                    )
                 except (httpx.TransportError, MediagenError) as exc:
                     failure = exc
             elif isinstance(step, Record):
@@ -253,7 +255,9 @@ class AsyncClient(BaseClient):
             if isinstance(step, Call):
                 try:
                     request = self._engine.build(self._http, step)
-                    reply = await transport.asend(self._http, request, self._engine.deadline(step))
+                    reply = await transport.asend(
+                        self._http, request, self._engine.deadline(step), self._engine.auth(step)
+                    )
                 except (httpx.TransportError, MediagenError) as exc:
                     failure = exc
             elif isinstance(step, Record):

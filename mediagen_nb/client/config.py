@@ -2,7 +2,7 @@
 
 With no key and no base URL, the toolkit uses an embedded sandbox (started once per process on a
 free loopback port) and says so once, in one line. The key is held in a :class:`Secret` whose
-``repr`` never shows it.
+``repr`` never shows it, and reaches a request only through :class:`BearerAuth`.
 """
 
 import atexit
@@ -43,9 +43,14 @@ class Secret:
         return self._value
 
     @property
+    def digest(self) -> str:
+        """The key's SHA-256: names it where it must be told apart (a limiter's scope), never shows it."""
+        return hashlib.sha256(self._value.encode()).hexdigest()
+
+    @property
     def fingerprint(self) -> str:
         """A short hash that tells keys apart without showing them."""
-        return hashlib.sha256(self._value.encode()).hexdigest()[:8]
+        return self.digest[:8]
 
     def __repr__(self) -> str:
         return f"Secret(fingerprint={self.fingerprint!r})"
@@ -57,18 +62,24 @@ class Secret:
 
 
 class BearerAuth(httpx.Auth):
-    """Sends a :class:`Secret` as ``Authorization: Bearer ...``, written into the request only as it goes
-    out, so no frame of ours holds the header as text (a ``%xmode Verbose`` traceback shows none)."""
+    """``Authorization: Bearer <key>`` on each request, the key revealed only inside :meth:`auth_flow`.
+
+    No dict of headers or ``Bearer ...`` string of ours ever holds the key, so a traceback's locals
+    (``%xmode Verbose``) and a saved notebook cannot show it.
+    """
 
     def __init__(self, key: Secret) -> None:
-        self._key = key
+        self.key = key
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = "Bearer " + self._key.reveal()
+        request.headers["Authorization"] = "Bearer " + self.key.reveal()
         yield request
 
     def __repr__(self) -> str:
-        return f"BearerAuth({self._key!r})"
+        return f"BearerAuth({self.key!r})"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an API key is not pickled")
 
 
 EMBEDDED_SERVICE = "embedded-sandbox"  # every embedded sandbox is one service for usage: demo credits

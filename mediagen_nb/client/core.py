@@ -23,7 +23,8 @@ import httpx
 
 from mediagen_nb.client import errors, idempotency, limits_store, pacing
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.config import Settings, Where, normalize_url
+from mediagen_nb.client.checks import header_value
+from mediagen_nb.client.config import BearerAuth, Settings, Where, normalize_url
 from mediagen_nb.client.limits_store import Booking, Window, scope_of
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
@@ -87,7 +88,7 @@ class Core:
         seconds, where = lim.real(lim.window), normalize_url(settings.base_url)
         self._windows = limits_store.store(lim.url)
         self._keys = [
-            Window(scope_of("key", where, k.reveal()), lim.requests_per_key, seconds) for k in settings.keys
+            Window(scope_of("key", where, k.digest), lim.requests_per_key, seconds) for k in settings.keys
         ]
         self._account = Window(scope_of("account", where, settings.account), lim.starts_per_account, seconds)
         self.latency = pacing.Latency(lim)
@@ -107,12 +108,10 @@ class Core:
     # -- transport-neutral helpers -------------------------------------------------------------
 
     def build(self, http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.Request:
-        """The httpx request for ``call``; the key is revealed only here, into the header."""
+        """The httpx request for ``call``, without its key (that is :meth:`auth`'s)."""
         headers = {"Accept": "application/json"}
-        if call.key is not None:
-            headers["Authorization"] = f"Bearer {call.key.reveal()}"
         if call.idempotency_key is not None:
-            headers["Idempotency-Key"] = call.idempotency_key
+            headers["Idempotency-Key"] = header_value("idempotency_key", call.idempotency_key)
         timeout = httpx.Timeout(self.deadline(call), connect=CONNECT_TIMEOUT)
         return http.build_request(
             call.method,
@@ -122,6 +121,11 @@ class Core:
             headers=headers,
             timeout=timeout,
         )
+
+    @staticmethod
+    def auth(call: Call) -> BearerAuth | None:
+        """How ``call`` carries its key: an httpx Auth flow (None: a catalog read, sent without one)."""
+        return BearerAuth(call.key) if call.key is not None else None
 
     def deadline(self, call: Call) -> float:
         """Real seconds the whole exchange of ``call`` may take: the service's hold plus a margin."""
@@ -232,7 +236,7 @@ class Core:
         variation); otherwise the start gets a new random key (one call, one start).
         """
         if given is not None:
-            key = str(given)[: spec_limits.IDEMPOTENCY_KEY_CHARS]
+            key = header_value("idempotency_key", str(given))[: spec_limits.IDEMPOTENCY_KEY_CHARS]
             entry = yield Record(partial(book.lookup, key, self.where))
             return Found(key, None, 1, entry)
         if not reuse:

@@ -2,7 +2,8 @@
 
 Every error carries ``status`` (None when no response was read: refused here, before sending),
 ``message`` and ``retryable``. No error text ever includes the API key: messages come from the
-service's body or from here. In a notebook each shows as one line, ``Name: message``, without the
+service's body or from here, and any key-like text in them (a server echoing the Authorization
+header) is masked by :func:`mask`. In a notebook each shows as one line, ``Name: message``, without the
 library's frames (``_render_traceback_``, IPython's hook for that).
 
 ::
@@ -15,6 +16,7 @@ library's frames (``_render_traceback_``, IPython's hook for that).
     ├── ServiceResponseError        a response that is not what the spec says (a field, a size)
     ├── LedgerError                 the ledger file cannot be read or written (client.ledger)
     ├── DownloadFailed              an output could not be saved: gone, too large, not writable
+    ├── UploadFailed                a local file could not be put in storage (no credentials shown)
     ├── APIError                    the service answered with an error status
     │   ├── BadRequestError         400
     │   │   ├── ValidationError     an input the schema refuses (status None: refused here)
@@ -44,14 +46,36 @@ from mediagen_nb.protocol import messages
 if TYPE_CHECKING:
     from mediagen_nb.client.resources import Generation
 
+# A key as the service writes it (``pk_live_`` and its secret), or any token after ``Bearer ``; the spec's
+# own placeholder ``Bearer pk_live_...`` is left as it is.
+_KEYS = re.compile(r"pk_live_[A-Za-z0-9_\-]+|(?<=[Bb]earer )(?!pk_live_\.\.\.)[^\s\"',;)]+")
+MASKED = "pk_live_***"
+
+
+def mask(text: str) -> str:
+    """``text`` with every API key in it masked: for every message built from a server's words."""
+    return _KEYS.sub(MASKED, text)
+
+
+def _masked(body: Any) -> Any:
+    """A response body with every key in its texts masked (kept on errors as ``body``)."""
+    if isinstance(body, str):
+        return mask(body)
+    if isinstance(body, dict):
+        return {mask(str(k)): _masked(v) for k, v in body.items()}
+    if isinstance(body, list):
+        return [_masked(item) for item in body]
+    return body
+
 
 class MediagenError(Exception):
-    """Base of every error raised by mediagen_nb."""
+    """Base of every error raised by mediagen_nb; its message never shows an API key."""
 
     status: int | None = None
     retryable: bool = False
 
     def __init__(self, message: str) -> None:
+        message = mask(message)
         super().__init__(message)
         self.message = message
 
@@ -94,7 +118,7 @@ class APIError(MediagenError):
     def __init__(self, status: int | None, message: str, *, body: Any = None) -> None:
         super().__init__(message)
         self.status = status
-        self.body = body
+        self.body = _masked(body)
 
     def __str__(self) -> str:
         return f"{self.status} {self.message}" if self.status is not None else self.message
@@ -184,6 +208,14 @@ class DownloadFailed(MediagenError):
     cannot be written. The generation itself is unharmed; saving it again costs nothing."""
 
 
+class UploadFailed(MediagenError):
+    """A local file could not be put where the service reads it (an fsspec store: S3, GCS, Azure).
+
+    One line naming the destination and what failed; never the storage credentials, and never the
+    storage library's traceback (whose locals hold them).
+    """
+
+
 class ConnectionFailed(MediagenError):
     """The connection failed or broke before a whole response arrived; retried (starts keep their key).
 
@@ -261,12 +293,12 @@ _VALIDATION_STARTS = (
 
 
 def message_of(body: Any) -> str:
-    """The spec's rule: a string body is the message, otherwise read ``message``."""
+    """The spec's rule: a string body is the message, otherwise read ``message`` (keys masked)."""
     if isinstance(body, str):
-        return body
+        return mask(body)
     if isinstance(body, dict) and isinstance(message := body.get("message"), str):
-        return message
-    return json.dumps(body) if body is not None else ""
+        return mask(message)
+    return mask(json.dumps(body)) if body is not None else ""
 
 
 def from_response(status: int, raw: bytes) -> APIError:

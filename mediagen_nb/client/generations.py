@@ -1,17 +1,20 @@
 """The generation API: estimate, run, read, wait and generate, written once for both clients."""
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from fractions import Fraction
+from functools import partial
 from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.catalog import Catalog
+from mediagen_nb.client.catalog import Catalog, Measured
 from mediagen_nb.client.checks import checked_id
 from mediagen_nb.client.core import Paid
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
-from mediagen_nb.client.steps import START, Call, Op
+from mediagen_nb.client.steps import START, Call, Op, Record
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
 
@@ -43,17 +46,27 @@ class Generations(Catalog):
     ) -> Op[Estimate]:
         """What a run with this input will charge; never charges (the service prices it like a run).
 
+        Local files are not uploaded: each is sent as a URL no one can read, and a length-billed one
+        is measured here, its price scaled from the service's price for the 30 s it then assumes.
         ``extra_inputs=True`` sends names the model's schema does not have (refused otherwise).
         """
         values = merged(input, fields)
-        if validate:
-            model = yield from self.catalog_model(model_id)
-            attached = yield from self.attach(model, values)
-            values = self.check_input(model, attached, extra_inputs=extra_inputs)
+        model = (yield from self.catalog_model(model_id)) if validate else (yield from self.known(model_id))
+        measured = None
+        if model is not None and isinstance(values, Mapping):
+            values, measured = yield Record(partial(self.stand_ins, model, values))
+        if validate and model is not None:
+            values = self.check_input(model, values, extra_inputs=extra_inputs)
         data = yield from self.send(
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
-        return Estimate.from_api(data)
+        estimate = Estimate.from_api(data)
+        return estimate if measured is None else measured_price(estimate, measured)
+
+    def known(self, model_id: Any) -> Op[Model | None]:
+        """The catalog's record of ``model_id`` (the cached catalog), or None: the service says why."""
+        models = yield from self.models()
+        return next((m for m in models if m.id == model_id), None)
 
     def price(self, model: Model, values: Mapping[str, Any]) -> Op[int]:
         """What a run will charge: the listed price when it never varies, else the service's estimate."""
@@ -236,6 +249,20 @@ class Generations(Catalog):
             started if started.done else (yield from self.wait(started, timeout=timeout, on_update=on_update))
         )
         return finished.raise_for_status()
+
+
+def measured_price(estimate: Estimate, measured: Measured) -> Estimate:
+    """The estimate of a file measured here, from the service's price of the 30 s it assumes for a
+    file it cannot read: per started second, the way the service bills the file's length."""
+    per_second = Fraction(estimate.credits) / Fraction(spec_limits.ESTIMATE_FALLBACK_SECONDS)
+    seconds = math.ceil(round(measured.seconds, 6))
+    credits = max(1, math.ceil(per_second * seconds))
+    note = (
+        f"{measured.field}: {measured.name} measured here ({measured.seconds:.2f} s, not uploaded); "
+        f"priced from the service's {estimate.credits} credits for 30 s"
+    )
+    billing = f"{estimate.billing}; {note}" if estimate.billing else note
+    return replace(estimate, credits=credits, billing=billing)
 
 
 def _plain(input: Any) -> Any:

@@ -36,8 +36,8 @@ def _too_large(request: httpx.Request) -> ServiceResponseError:
     )
 
 
-def _read_sync(http: httpx.Client, request: httpx.Request) -> httpx.Response:
-    response = http.send(request, stream=True)
+def _read_sync(http: httpx.Client, request: httpx.Request, auth: httpx.Auth | None) -> httpx.Response:
+    response = http.send(request, stream=True, auth=auth)
     try:
         chunks, size = [], 0
         for chunk in response.iter_bytes():
@@ -50,8 +50,11 @@ def _read_sync(http: httpx.Client, request: httpx.Request) -> httpx.Response:
     return _whole(response, b"".join(chunks))
 
 
-def send(http: httpx.Client, request: httpx.Request, deadline: float) -> httpx.Response:
-    """Send on a worker thread and wait at most ``deadline`` seconds (a Ctrl-C interrupts the wait).
+def send(
+    http: httpx.Client, request: httpx.Request, deadline: float, auth: httpx.Auth | None = None
+) -> httpx.Response:
+    """Send (with ``auth``, the key's flow) on a worker thread and wait at most ``deadline`` seconds
+    (a Ctrl-C interrupts the wait).
 
     Past the deadline the worker is left to end on its own read timeout; its result is dropped.
     """
@@ -60,7 +63,7 @@ def send(http: httpx.Client, request: httpx.Request, deadline: float) -> httpx.R
 
     def work() -> None:
         try:
-            outcome["response"] = _read_sync(http, request)
+            outcome["response"] = _read_sync(http, request, auth)
         except BaseException as exc:
             outcome["error"] = exc
         finally:
@@ -75,8 +78,10 @@ def send(http: httpx.Client, request: httpx.Request, deadline: float) -> httpx.R
     return response
 
 
-async def _read_async(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
-    response = await http.send(request, stream=True)
+async def _read_async(
+    http: httpx.AsyncClient, request: httpx.Request, auth: httpx.Auth | None
+) -> httpx.Response:
+    response = await http.send(request, stream=True, auth=auth)
     try:
         chunks, size = [], 0
         async for chunk in response.aiter_bytes():
@@ -89,10 +94,12 @@ async def _read_async(http: httpx.AsyncClient, request: httpx.Request) -> httpx.
     return _whole(response, b"".join(chunks))
 
 
-async def asend(http: httpx.AsyncClient, request: httpx.Request, deadline: float) -> httpx.Response:
-    """Send and read within ``deadline`` seconds (the exchange is cancelled past it)."""
+async def asend(
+    http: httpx.AsyncClient, request: httpx.Request, deadline: float, auth: httpx.Auth | None = None
+) -> httpx.Response:
+    """Send (with ``auth``) and read within ``deadline`` seconds (the exchange is cancelled past it)."""
     try:
-        return await asyncio.wait_for(_read_async(http, request), deadline)
+        return await asyncio.wait_for(_read_async(http, request, auth), deadline)
     except asyncio.TimeoutError:
         raise DeadlineExceeded(f"no whole answer within {deadline:.0f} s", request=request) from None
 

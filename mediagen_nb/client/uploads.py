@@ -5,33 +5,90 @@ where the user says, set once: ``MEDIAGEN_UPLOAD_URL`` or :func:`uploads` — an
 (``s3://bucket/prefix``, ``gs://``, ``az://``, any S3-compatible endpoint through its options), read
 back through a presigned, time-limited https URL; or any callable ``path -> url``. On a sandbox
 (the embedded one, or one served on this machine) files go to its ``/_sandbox/uploads/`` with no
-configuration. Names are the content's SHA-256 with the file's extension (``.wav``, ``.mp4``: the
-service bills some media by length and reads the type from it), so the same file is uploaded once
-and the same input keeps the same Idempotency-Key.
+configuration. Names are the content's SHA-256 with the extension of its media format (``.wav``,
+``.mp4``: the service bills some media by length and reads the type from it), so the same file is
+uploaded once and the same input keeps the same Idempotency-Key.
+
+Only media go up: a file whose bytes are not an image, audio or video of the kind its field takes is
+refused naming the field (:mod:`mediagen_nb.client.media`). Storage credentials are held in a
+:class:`StorageOptions` that never shows them, and a storage failure is one :class:`UploadFailed` line.
 """
 
 import hashlib
 import json
-import math
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from mediagen_nb.client import errors
+from mediagen_nb.client import errors, media
 
 ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"
 LARGE = 8 * 2**20  # bytes from which an upload shows a progress bar
 PRESIGN_SECONDS = 7 * 24 * 3600  # how long a presigned URL stays readable: longer than any job runs
 CHUNK = 2**20
 
+PUBLIC_OPTIONS = frozenset({"endpoint_url", "region_name", "anon", "use_ssl", "default_block_size"})
+
 Target = str | Callable[[Path], str]
 
-_chosen: tuple[Target, dict[str, Any]] | None = None
+
+class StorageOptions:
+    """fsspec storage options (a key, a secret, an endpoint) that never show themselves.
+
+    The repr names the options, not their values; they are revealed only inside the call to fsspec,
+    masked in any message, and never pickled.
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+
+    def reveal(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash that tells option sets apart (where a file was put) without showing them."""
+        text = json.dumps(self._values, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def mask(self, text: str) -> str:
+        """``text`` with every value of a non-public option (and any API key) masked."""
+        for secret in sorted(_texts(self._values, every=False), key=len, reverse=True):
+            text = text.replace(secret, "***")
+        return errors.mask(text)
+
+    def __repr__(self) -> str:
+        return f"StorageOptions({', '.join(sorted(self._values))}; fingerprint={self.fingerprint!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("storage credentials are not pickled")
+
+
+def _texts(value: Any, *, every: bool) -> Iterator[str]:
+    """Every text among nested options; at the top (``every`` False) none of a public option's (an
+    endpoint, a region: named in messages)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if every or key not in PUBLIC_OPTIONS:
+                yield from _texts(item, every=True)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _texts(item, every=True)
+    elif isinstance(value, (str, bytes)) and len(value) >= 4:
+        yield value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+_chosen: tuple[Target, StorageOptions] | None = None
 _lock = threading.Lock()
 _digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256
 _urls: dict[tuple[str, str, str], tuple[str, float]] = {}  # (where, its options, name) -> (URL, good until)
@@ -42,15 +99,17 @@ sent_files = 0  # uploads really sent by this process (the same file twice count
 def uploads(target: Target | None, **options: Any) -> None:
     """Choose where local files go: an fsspec URL (``options`` are its storage options, e.g.
     ``endpoint_url=`` for R2 or MinIO), a callable ``path -> url``, or None for the default
-    (``MEDIAGEN_UPLOAD_URL``, else a sandbox's own uploads)."""
+    (``MEDIAGEN_UPLOAD_URL``, else a sandbox's own uploads). The options are held masked from here on."""
     global _chosen
+    held = StorageOptions(options)
+    del options  # no frame keeps them in the clear, even in a traceback of the error below
     if target is not None and not callable(target) and not (isinstance(target, str) and "://" in target):
         raise errors.ConfigurationError(
             f"uploads: give an fsspec URL such as 's3://bucket/prefix' or a function path -> url, "
-            f"not {target!r}"
+            f"not {held.mask(str(target))[:80]!r}"
         )
     with _lock:
-        _chosen = None if target is None else (target, options)
+        _chosen = None if target is None else (target, held)
 
 
 def local_file(value: Any) -> Path | None:
@@ -62,22 +121,29 @@ def local_file(value: Any) -> Path | None:
     return None
 
 
-def checked_file(field: str, path: Path) -> Path:
-    """``path`` as an existing, readable file, or a ValidationError naming the field and the fix."""
+def checked_file(field: str, path: Path, kind: str | None = None) -> media.Format:
+    """The media format of ``path``, an existing file whose content is media of ``kind`` (``image``,
+    ``audio``, ``video``; None: any); else a ValidationError naming the field and the fix."""
+
+    def refused(why: str) -> errors.ValidationError:
+        return errors.ValidationError(f"{field}: {why}", field=field, sent=False)
+
     if not path.is_file():
-        raise errors.ValidationError(
-            f"{field}: there is no file {str(path)!r} (from {Path.cwd()}); give an existing file or a "
-            "public https URL",
-            field=field,
-            sent=False,
+        raise refused(
+            f"there is no file {str(path)!r} (from {Path.cwd()}); give an existing file or a public https URL"
         )
-    if not path.suffix:
-        raise errors.ValidationError(
-            f"{field}: {path.name!r} has no extension; name the file after its type (.png, .wav, .mp4 ...)",
-            field=field,
-            sent=False,
+    try:
+        found = media.format_of(path)
+    except OSError as exc:
+        raise refused(f"{str(path)!r} cannot be read ({exc.strerror or exc})") from None
+    wanted = f"{'an' if kind in ('image', 'audio') else 'a'} {kind}" if kind else "an image, audio or video"
+    if found is None or not found.fits(kind):
+        what = "not media" if found is None else f"{' or '.join(sorted(found.kinds))}"
+        raise refused(
+            f"{str(path)!r} is {what}, and only {wanted} file is sent here (judged by its content, "
+            "not its name)"
         )
-    return path
+    return found
 
 
 def keep(name: str, data: bytes) -> Path:
@@ -109,24 +175,36 @@ def digest(path: Path) -> str:
     return known
 
 
-def name_of(path: Path) -> str:
-    """The content-addressed name of ``path``: its digest and its extension."""
-    return f"{digest(path)[:32]}{path.suffix.lower()}"
+def name_of(path: Path, found: media.Format | None = None) -> str:
+    """The content-addressed name of ``path`` (a media file): its digest and its format's extension."""
+    found = found or media.format_of(path)
+    ext = media.extension(path, found) if found is not None else path.suffix.lower()
+    return f"{digest(path)[:32]}{ext}"
 
 
-def upload(field: str, path: Path, sandbox_url: str | None, auth: httpx.Auth | None = None) -> str:
+def stand_in(path: Path, found: media.Format | None = None) -> str:
+    """A URL no one can read, named like the file's upload: what an estimate sends instead of uploading.
+
+    Under ``.invalid`` (RFC 6761, never resolves); the service prices such a file as its 30 seconds.
+    """
+    return f"https://local-file.invalid/{name_of(path, found)}"
+
+
+def upload(
+    field: str, path: Path, sandbox_url: str | None, kind: str | None = None, auth: httpx.Auth | None = None
+) -> str:
     """The URL of ``path`` for the service, uploading it first if it is not there yet (blocking I/O).
 
     ``sandbox_url`` is the base URL of a sandbox to upload to when no destination is chosen (with
     ``auth``, the connection's key: the sandbox takes uploads from its accounts only); None when the
-    connection is the service, which has no storage.
+    connection is the service, which has no storage. ``kind`` is the medium its field takes.
     """
-    path = checked_file(field, path)
+    found = checked_file(field, path, kind)
     with _lock:
         chosen = _chosen
     if chosen is None and os.environ.get(ENV_UPLOAD_URL):
-        chosen = (os.environ[ENV_UPLOAD_URL], {})
-    name = name_of(path)
+        chosen = (os.environ[ENV_UPLOAD_URL], StorageOptions({}))
+    name = name_of(path, found)
     if chosen is not None and callable(chosen[0]):
         return _handed_out(str(chosen[0](path)), name)
     destination = str(chosen[0]) if chosen is not None else sandbox_url
@@ -138,16 +216,16 @@ def upload(field: str, path: Path, sandbox_url: str | None, auth: httpx.Auth | N
             field=field,
             sent=False,
         )
-    options = chosen[1] if chosen is not None else {}
-    place = (destination, json.dumps(options, sort_keys=True, default=str), name)  # each file goes up once
+    if chosen is None:  # asked each time (a HEAD): a sandbox restarted on the same port has lost it
+        return _handed_out(_to_sandbox(destination, name, path, auth), name)
+    options = chosen[1]
+    place = (destination, options.fingerprint, name)  # each file goes up once
     with _lock:
         url, until = _urls.get(place, ("", 0.0))
     if time.time() < until:
         return url
-    if chosen is None:
-        url, until = _to_sandbox(destination, name, path, auth), math.inf
-    else:  # signed again halfway through its life: a URL handed out is always good for days
-        url, until = _to_storage(destination, options, name, path), time.time() + PRESIGN_SECONDS / 2
+    # Signed again halfway through its life: a URL handed out is always good for days.
+    url, until = _to_storage(destination, options, name, path), time.time() + PRESIGN_SECONDS / 2
     with _lock:
         _urls[place] = (url, until)
     return _handed_out(url, name)
@@ -215,31 +293,59 @@ def _to_sandbox(base_url: str, name: str, path: Path, auth: httpx.Auth | None) -
     return target
 
 
-def _to_storage(url: str, options: dict[str, Any], name: str, path: Path) -> str:
-    """Put ``path`` under the fsspec ``url`` (once) and return a presigned URL to read it."""
+def shown(url: str) -> str:
+    """``url`` as a message names it: without any user or password written into it."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def _to_storage(url: str, options: StorageOptions, name: str, path: Path) -> str:
+    """Put ``path`` under the fsspec ``url`` (once) and return a presigned URL to read it.
+
+    Any failure of the storage library is one UploadFailed line naming the URL and the step, raised
+    outside the ``except`` so no chained traceback (whose locals hold the credentials) comes with it.
+    """
     try:
         import fsspec
+        from fsspec.callbacks import DEFAULT_CALLBACK, TqdmCallback
     except ImportError:
         raise errors.ConfigurationError(
-            f"{ENV_UPLOAD_URL}={url} needs fsspec and the filesystem's package: pip install "
+            f"{ENV_UPLOAD_URL}={shown(url)} needs fsspec and the filesystem's package: pip install "
             "'mediagen-nb[uploads]' (s3fs for s3://, gcsfs for gs://, adlfs for az://)"
         ) from None
-    fs, root = fsspec.core.url_to_fs(url, **options)
-    remote = f"{root.rstrip('/')}/{name}"
-    if not fs.exists(remote):
-        from fsspec.callbacks import DEFAULT_CALLBACK, TqdmCallback
-
-        shown = {"desc": f"uploading {path.name}", "unit": "B", "unit_scale": True, "leave": False}
-        large = path.stat().st_size >= LARGE
-        fs.put_file(
-            str(path), remote, callback=TqdmCallback(tqdm_kwargs=shown) if large else DEFAULT_CALLBACK
-        )
-        _count_sent()
+    step = "open"
     try:
+        fs, root = fsspec.core.url_to_fs(url, **options.reveal())
+        remote = f"{root.rstrip('/')}/{name}"
+        step = "look for"
+        if not fs.exists(remote):
+            step = "put"
+            bar = {"desc": f"uploading {path.name}", "unit": "B", "unit_scale": True, "leave": False}
+            large = path.stat().st_size >= LARGE
+            callback = TqdmCallback(tqdm_kwargs=bar) if large else DEFAULT_CALLBACK
+            fs.put_file(str(path), remote, callback=callback)
+            _count_sent()
+        step = "sign a URL for"
         signed: str = fs.sign(remote, expiration=PRESIGN_SECONDS)
-    except NotImplementedError:
+        return signed
+    except Exception as exc:  # fsspec, s3fs, botocore, gcsfs, adlfs: each raises its own kinds
+        unsigned = step == "sign a URL for" and isinstance(exc, NotImplementedError)
+        failure = _failure(exc, options)
+    if unsigned:
         raise errors.ConfigurationError(
-            f"{url}: this filesystem cannot make a time-limited URL; use s3://, gs:// or az://, or pass "
-            "mediagen_nb.uploads(a function path -> url)"
-        ) from None
-    return signed
+            f"{shown(url)}: this filesystem cannot make a time-limited URL; use s3://, gs:// or az://, or "
+            "pass mediagen_nb.uploads(a function path -> url)"
+        )
+    raise errors.UploadFailed(
+        f"uploads: cannot {step} {path.name} in {shown(url)} ({failure}); check the bucket, the storage "
+        "options given to mediagen_nb.uploads(...) and the credentials"
+    )
+
+
+def _failure(exc: Exception, options: StorageOptions) -> str:
+    """What a storage library said, in one short line with every credential masked."""
+    lines = str(exc).strip().splitlines()
+    said = options.mask(lines[0]) if lines else ""
+    return f"{type(exc).__name__}: {said}"[:240] if said else type(exc).__name__

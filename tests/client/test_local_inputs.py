@@ -5,8 +5,12 @@ through a presigned URL the sandbox downloads), once per content, and is billed 
 length: ``zonos2`` charges 0.5 credits per second of its voice sample.
 """
 
+import json
+import pickle
 import socket
 import time
+import traceback
+import uuid
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +21,7 @@ import pandas as pd
 import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
-from mediagen_nb.client import AsyncClient, Client, Limits, ValidationError, uploads
+from mediagen_nb.client import AsyncClient, Client, Limits, UploadFailed, ValidationError, errors, uploads
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
@@ -65,7 +69,7 @@ def test_a_path_and_a_string_path_are_uploaded_once_and_billed_by_their_length(
     assert charges(served)[made.id] == twenty.credits
     sent = served.world.generations.items[made.id].input["audio"]
     assert sent.endswith(f"/{uploads.name_of(short)}") and sent.endswith(".wav")  # content-addressed
-    assert uploads.sent_files - before == 2  # two files, each uploaded once (the estimate's upload reused)
+    assert uploads.sent_files - before == 1  # estimates measure here and upload nothing; the run uploads
     again = client.generate("zonos2", text="Hello there", audio=short, reuse=True)
     assert again.id == made.id and again.reused  # the same file is the same input: the same key
 
@@ -105,10 +109,10 @@ def test_a_callable_chooses_the_url(client: Client, served: Sandbox, tmp_path: P
 
     uploads.uploads(mine)
     try:
-        estimate = client.estimate("zonos2", text="Hi", audio=voice(tmp_path, 10))
+        made = client.run("zonos2", text="Hi", audio=voice(tmp_path, 10))
     finally:
         uploads.uploads(None)
-    assert estimate.credits == 5 and [p.name for p in seen] == ["voice-10s.wav"]
+    assert charges(served)[made.id] == 5 and [p.name for p in seen] == ["voice-10s.wav"]
 
 
 def test_a_path_column_of_a_sweep(served: Sandbox, tmp_path: Path) -> None:
@@ -123,9 +127,10 @@ def test_a_path_column_of_a_sweep(served: Sandbox, tmp_path: Path) -> None:
         ledger=str(tmp_path / "l.db"),
     )
     before = uploads.sent_files
-    priced = rows.mediagen.estimate("zonos2", client=client, show=False)
+    priced = rows.mediagen.estimate("zonos2", client=client, show=False, allow_files_from=tmp_path)
     assert list(priced["credits"]) == [10, 15, 10]
-    done = rows.mediagen.run("zonos2", client=client, progress=False)
+    assert uploads.sent_files == before  # measured here: an estimate uploads nothing
+    done = rows.mediagen.run("zonos2", client=client, progress=False, allow_files_from=tmp_path)
     assert list(done["status"]) == ["succeeded"] * 3
     charged = charges(served)
     assert [charged[g] for g in done["generation_id"]] == [10, 15, 10]
@@ -226,3 +231,192 @@ def test_the_same_file_under_other_storage_options_is_put_there_not_reused(
     second = uploads.upload("audio", sample, None)
     assert first.startswith(s3["endpoint"]) and second.startswith(other)
     assert uploads.upload("audio", sample, None) == second  # and remembered there
+
+
+# -- only media of the field's kind, judged by content -----------------------------------------------------
+
+
+def test_only_media_of_the_fields_kind_is_sent_judged_by_content(
+    client: Client, served: Sandbox, tmp_path: Path
+) -> None:
+    """A direct call is the user's own intent (no folder rule), but a file goes up only when its bytes
+    are media of the kind its field takes: a credentials file named like a voice never leaves."""
+    secret_file = tmp_path / "voice.wav"  # named like audio, holds credentials
+    secret_file.write_text('{"client_secret": "s3cr3t-value"}')
+    face = tmp_path / "face.png"
+    face.write_bytes(httpx.get(f"{served.base_url}{path('sandbox_samples', name='face.png')}").content)
+    before = uploads.sent_files
+    with pytest.raises(ValidationError, match=r"audio: .*voice\.wav' is not media, and only an audio file"):
+        client.generate("zonos2", text="Hello", audio=secret_file)
+    with pytest.raises(ValidationError, match=r"audio: .*voice\.wav' is not media") as refused:
+        client.estimate("zonos2", text="Hello", audio=str(secret_file))
+    assert refused.value.field == "audio" and refused.value.sent is False
+    with pytest.raises(ValidationError, match=r"audio: .*face\.png' is image, and only an audio file"):
+        client.run("zonos2", text="Hello", audio=face)
+    with pytest.raises(ValidationError, match=r"image: .*voice\.wav' is not media, and only an image file"):
+        client.attach(client.model("infinitetalk"), {"image": secret_file, "audio": face})
+    assert uploads.sent_files == before
+    assert charges(served) == {}
+    assert served.world.uploads.stored() == []  # the sandbox never received a byte of them
+
+
+def test_a_file_is_named_by_its_content_not_its_name(client: Client, served: Sandbox, tmp_path: Path) -> None:
+    """A WAV saved without an extension is sent as .wav (the service reads the type from the URL)."""
+    bare = voice(tmp_path, 12, "recording")
+    made = client.generate("zonos2", text="Hello", audio=bare)
+    assert served.world.generations.items[made.id].input["audio"].endswith(".wav")
+    assert charges(served)[made.id] == 6
+
+
+# -- an estimate measures a local file here and uploads nothing --------------------------------------------
+
+
+def sample(served: Sandbox, folder: Path, name: str) -> Path:
+    """A copy of one of the sandbox's sample inputs, as a local file."""
+    target = folder / name
+    target.write_bytes(
+        httpx.get(f"{served.base_url}{path('sandbox_samples', name=name)}", timeout=30).content
+    )
+    return target
+
+
+@pytest.mark.parametrize(
+    ("model_id", "options"),
+    [("infinitetalk", {"resolution": "480p"}), ("infinitetalk", {"resolution": "720p"}), ("zonos2", {})],
+)
+def test_an_estimate_of_a_local_file_uploads_nothing_and_equals_the_charge(
+    client: Client, served: Sandbox, tmp_path: Path, model_id: str, options: dict[str, Any]
+) -> None:
+    face = sample(served, tmp_path, "face.png")
+    files = [sample(served, tmp_path, n) for n in ("voice.wav", "voice.mp3", "short-voice.wav")]
+    files.append(voice(tmp_path, 20.3))  # a started second is a whole one
+    for audio in files:
+        inputs = {"image": face, **options} if model_id == "infinitetalk" else {"text": "Hello there"}
+        before = uploads.sent_files
+        estimate = client.estimate(model_id, {**inputs, "audio": audio})
+        assert uploads.sent_files == before, "an estimate uploads nothing"
+        assert f"audio: {audio.name} measured here" in (estimate.billing or "")
+        made = client.run(model_id, {**inputs, "audio": audio})
+        assert charges(served)[made.id] == estimate.credits, (audio.name, estimate)
+
+
+def test_an_unreadable_length_is_refused_by_the_estimate_as_the_run_would(
+    client: Client, served: Sandbox, tmp_path: Path
+) -> None:
+    broken = sample(served, tmp_path, "broken.mp4")
+    with pytest.raises(
+        ValidationError, match=r"^Could not read the video duration: the length of broken\.mp4"
+    ):
+        client.estimate("video-bg-remover", video=broken)
+    with pytest.raises(ValidationError, match=r"Could not read the video duration"):
+        client.run("video-bg-remover", video=broken)
+    assert charges(served) == {}
+
+
+# -- a sandbox restarted on the same port gets the files again ---------------------------------------------
+
+
+def test_a_file_used_before_a_sandbox_restart_is_uploaded_again(tmp_path: Path) -> None:
+    sample_file = voice(tmp_path, 10)
+    first = Sandbox(time_scale=SCALE, seed=1).start()
+    port = int(str(first.base_url).rsplit(":", 1)[1])
+    with Client(first.demo_key, base_url=first.base_url, limits=Limits(time_scale=SCALE)) as client:
+        made = client.generate("zonos2", text="Before", audio=sample_file)
+        assert made.status == "succeeded"
+        first.stop()
+        second = Sandbox(time_scale=SCALE, seed=2).start(port=port)
+        try:
+            again = client.generate("zonos2", text="After", audio=sample_file)  # same kernel, same client
+            assert again.status == "succeeded" and charges(second)[again.id] == 5
+        finally:
+            second.stop()
+
+
+# -- storage failures: one UploadFailed line, no credentials -----------------------------------------------
+
+
+def assert_storage_failure_is_one_clean_line(error: BaseException, secret: str) -> None:
+    assert isinstance(error, UploadFailed)
+    assert error.__cause__ is None and error.__context__ is None  # no chained botocore traceback
+    assert error._render_traceback_() == [f"UploadFailed: {error}"] and "\n" not in str(error)
+    texts = [str(error), repr(error), repr(error.args), "".join(traceback.format_exception(error))]
+    assert all(secret not in text for text in texts), texts
+    assert "site-packages" not in texts[-1]  # only our own frames: none of fsspec's, s3fs' or botocore's
+
+
+def test_a_missing_bucket_is_one_upload_failed_line_without_the_secret(
+    client: Client, served: Sandbox, tmp_path: Path, s3: dict[str, Any]
+) -> None:
+    secret = "s3-secret-" + uuid.uuid4().hex
+    uploads.uploads("s3://no-such-bucket/inputs", **{**s3["options"], "secret": secret})
+    with pytest.raises(UploadFailed) as failed:
+        client.generate("zonos2", text="Hello", audio=voice(tmp_path, 5))
+    assert str(failed.value).startswith("uploads: cannot put voice-5s.wav in s3://no-such-bucket/inputs (")
+    assert "FileNotFoundError" in str(failed.value)
+    assert_storage_failure_is_one_clean_line(failed.value, secret)
+    assert secret not in repr(uploads._chosen)
+    assert charges(served) == {}
+
+
+def test_a_wrong_secret_is_one_upload_failed_line_without_the_secret(
+    client: Client, served: Sandbox, tmp_path: Path, s3: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    moto_settings = pytest.importorskip("moto.settings")
+    iam = s3["boto3"].client(
+        "iam",
+        endpoint_url=s3["endpoint"],
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    iam.create_user(UserName="uploader")
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    iam.put_user_policy(UserName="uploader", PolicyName="s3", PolicyDocument=json.dumps(policy))
+    access = iam.create_access_key(UserName="uploader")["AccessKey"]
+    monkeypatch.setattr(moto_settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # moto checks signatures now
+    wrong = "wrong-" + uuid.uuid4().hex
+    uploads.uploads(
+        "s3://voices/inputs",
+        key=access["AccessKeyId"],
+        secret=wrong,
+        endpoint_url=s3["endpoint"],
+        skip_instance_cache=True,
+    )
+    with pytest.raises(UploadFailed) as failed:
+        client.run("zonos2", text="Hello", audio=voice(tmp_path, 5))
+    assert "PermissionError" in str(failed.value) and "s3://voices/inputs" in str(failed.value)
+    assert_storage_failure_is_one_clean_line(failed.value, wrong)
+    uploads.uploads(
+        "s3://voices/inputs",
+        key=access["AccessKeyId"],
+        secret=access["SecretAccessKey"],
+        endpoint_url=s3["endpoint"],
+        skip_instance_cache=True,
+    )
+    assert uploads.upload("audio", voice(tmp_path, 5), None).startswith(s3["endpoint"])  # the right one works
+    assert charges(served) == {}
+
+
+def test_storage_options_never_show_or_pickle_their_secrets() -> None:
+    secret = "s3-secret-" + uuid.uuid4().hex
+    options = uploads.StorageOptions({"key": "AKIA-ID", "secret": secret, "endpoint_url": "http://x:9"})
+    assert secret not in repr(options) and "AKIA-ID" not in str(options)
+    assert "endpoint_url" in repr(options) and options.reveal()["secret"] == secret
+    assert options.mask(f"denied for AKIA-ID/{secret} at http://x:9") == "denied for ***/*** at http://x:9"
+    with pytest.raises(TypeError):
+        pickle.dumps(options)
+
+
+def test_a_refused_uploads_call_keeps_no_secret_in_its_verbose_traceback() -> None:
+    """Even every frame's locals (what ``%xmode Verbose`` shows) hold the options masked only."""
+    from IPython.core.ultratb import VerboseTB
+
+    secret = "s3-secret-" + uuid.uuid4().hex
+    with pytest.raises(errors.ConfigurationError) as refused:
+        uploads.uploads("my-bucket/inputs", key="AKIA-ID", secret=secret)
+    error = refused.value
+    assert error.__traceback__ is not None
+    ours = error.__traceback__.tb_next  # from uploads() down: this test's own frame holds the secret
+    shown = VerboseTB().text(type(error), error, ours)
+    assert "uploads: give an fsspec URL" in shown and "StorageOptions(key, secret" in shown
+    assert secret not in shown and "AKIA-ID" not in shown

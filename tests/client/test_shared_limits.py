@@ -22,7 +22,7 @@ import pandas as pd
 import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
-from mediagen_nb.client import AsyncClient, Limits, limits_store, pacing
+from mediagen_nb.client import AsyncClient, Limits, Secret, limits_store, pacing
 from mediagen_nb.client.config import normalize_url
 from mediagen_nb.client.limits_store import SQLiteStore, Window, scope_of
 from mediagen_nb.protocol.paths import path
@@ -166,7 +166,8 @@ def test_a_killed_process_frees_its_share_within_a_window(service: Sandbox, tmp_
     finally:
         hog.send_signal(signal.SIGKILL)
         hog.wait(10)
-    key_window = Window(scope_of("key", normalize_url(str(service.base_url)), service.demo_key), 60, 1.0)
+    key_scope = scope_of("key", normalize_url(str(service.base_url)), Secret(service.demo_key).digest)
+    key_window = Window(key_scope, 60, 1.0)
     booking = store.reserve([[key_window]], margin=0.0)
     ahead = booking.delay  # what the dead process still holds: no more than the booking horizon
     assert ahead <= limits_store.HORIZON * 1.0 + 0.05

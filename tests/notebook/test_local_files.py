@@ -18,3 +18,16 @@ def test_a_magic_takes_a_relative_path(nb: Notebook, tmp_path: Path, monkeypatch
     assert made.status == "succeeded"
     assert nb.generation(made).input["audio"].endswith(".wav")
     assert [(c["resourceId"], c["credits"]) for c in nb.charges()] == [(made.id, 10)]  # 0.5 a second
+
+
+def test_a_magic_sends_only_media_of_the_fields_kind(
+    nb: Notebook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's own path needs no folder rule, but a file that is not audio never leaves."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "myvoice.wav").write_text('{"token": "not a recording"}')
+    _, message = nb.error_kind("%%generate zonos2 --audio ./myvoice.wav\nHello")
+    assert message.startswith("audio: 'myvoice.wav' is not media, and only an audio file is sent here")
+    assert "\n" not in message
+    assert nb.sent("sandbox_uploads") == [] and nb.sandbox.world.uploads.stored() == []
+    assert nb.charges() == []

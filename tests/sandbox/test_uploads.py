@@ -42,10 +42,6 @@ HOSTILE = {
         b"ID3\x03\x00\x00\x00\x00\x00\x10" + HTML,
         "something that starts like an MP3 file but is not one",
     ),
-    "clip.mp4": (
-        b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomavc1" + HTML,
-        "something that starts like an MP4 video but is not one",
-    ),
     "empty.png": (b"", "an empty file"),
 }
 
@@ -227,6 +223,24 @@ def test_each_medium_is_recognised_by_its_content_not_its_name(client: httpx.Cli
     served = client.get(body["url"])
     assert served.status_code == 200 and served.content == data
     assert served.headers["content-type"].split(";")[0] == media_type
+
+
+def test_a_video_is_taken_on_its_container_and_served_inert(client: httpx.Client) -> None:
+    """An MP4 whose length cannot be read is the start's to refuse, with the service's message; whatever
+    its bytes hold (markup behind an ``ftyp`` box), it is served as video, nosniff, with no script."""
+    polyglot = b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomavc1" + HTML
+    stored = _put(client, "clip.html", polyglot)
+    assert stored.status_code == 201, stored.text
+    served = client.get(stored.json()["data"]["url"])
+    assert served.headers["content-type"] == "video/mp4"
+    assert served.headers["x-content-type-options"] == "nosniff"
+    assert "sandbox" in served.headers["content-security-policy"]
+    run = client.post(
+        path("run"),
+        json={"modelId": "video-bg-remover", "input": {"video": stored.json()["data"]["url"]}},
+    )
+    assert run.status_code == 400 and run.json()["message"].startswith("Could not read the video duration")
+    assert client.get(path("sandbox_ledger")).json()["data"]["entries"] == []
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))

@@ -7,7 +7,7 @@ view trips on it; unknown extra fields are kept in ``extra``.
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from mediagen_nb.client.errors import ServiceResponseError
+from mediagen_nb.client.errors import ServiceResponseError, mask
 from mediagen_nb.protocol import wire
 
 R = TypeVar("R")
@@ -186,8 +186,13 @@ def parse(
         if name not in _FREE:
             expect(cls.__name__, name, data.get(name), (kinds or {}).get(name) or _NOT_TEXT.get(name, TEXT))
     known = set(names.values())
-    values = {attr: data.get(name) for attr, name in names.items()}
+    values = {attr: _kept(name, data.get(name)) for attr, name in names.items()}
     return cls(**values, **more, extra={k: v for k, v in data.items() if k not in known})  # type: ignore[call-arg]
+
+
+def _kept(name: str, value: Any) -> Any:
+    """A wire value as a resource keeps it: a server's ``error`` text with any API key in it masked."""
+    return mask(value) if name == "error" and isinstance(value, str) else value
 
 
 def wire_of(resource: Any) -> dict[str, Any]:

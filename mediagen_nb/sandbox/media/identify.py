@@ -3,7 +3,8 @@
 The sandbox keeps only the media the service's inputs take: images (PNG, JPEG, WebP, GIF; an SVG is
 converted to PNG, see ``vector.py``), audio (WAV, MP3: what its length meter reads) and video (MP4,
 MOV, WebM). A file that starts like one of them but does not parse (a PNG signature in front of an
-HTML page) is not that medium; anything else is described in a few words, for the refusal.
+HTML page) is not that medium (a video is taken on its container's signature: the start reads its
+length); anything else is described in a few words, for the refusal.
 """
 
 import warnings
@@ -112,10 +113,10 @@ def _parses(path: Path, claimed: str) -> bool:
                 return False
             channels, rate, length = int(info.channels), int(info.sample_rate), float(info.length)
             return length > 0 and 0 < channels <= 32 and 1000 <= rate <= 768_000
-        import av
-
-        with av.open(str(path), metadata_errors="ignore") as container:
-            return len(container.streams.video) > 0 and claimed in container.format.name.split(",")
+        # A video is taken on its container's signature: one whose length cannot be read is the start's
+        # to refuse, with the service's own message (``Could not read the video duration``), and it is
+        # served as video with nosniff and a no-script policy whatever its bytes hold.
+        return True
     except Exception:  # each reader raises its own errors on garbage; all mean "not this medium"
         return False
 
