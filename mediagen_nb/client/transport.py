@@ -36,17 +36,29 @@ def _too_large(request: httpx.Request) -> ServiceResponseError:
     )
 
 
+def _malformed(request: httpx.Request, exc: httpx.HTTPError) -> ServiceResponseError:
+    """An answer that cannot be read: a body its Content-Encoding does not decode, redirects in a loop."""
+    what = "redirects in a loop" if isinstance(exc, httpx.TooManyRedirects) else f"cannot be decoded ({exc})"
+    return ServiceResponseError(
+        f"the answer to {request.method} {request.url.path} {what}: is MEDIAGEN_BASE_URL the service's "
+        "address?"
+    )
+
+
 def _read_sync(http: httpx.Client, request: httpx.Request) -> httpx.Response:
-    response = http.send(request, stream=True)
     try:
-        chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _too_large(request)
-            chunks.append(chunk)
-    finally:
-        response.close()
+        response = http.send(request, stream=True)
+        try:
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise _too_large(request)
+                chunks.append(chunk)
+        finally:
+            response.close()
+    except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
+        raise _malformed(request, exc) from None
     return _whole(response, b"".join(chunks))
 
 
@@ -76,16 +88,19 @@ def send(http: httpx.Client, request: httpx.Request, deadline: float) -> httpx.R
 
 
 async def _read_async(http: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
-    response = await http.send(request, stream=True)
     try:
-        chunks, size = [], 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _too_large(request)
-            chunks.append(chunk)
-    finally:
-        await response.aclose()
+        response = await http.send(request, stream=True)
+        try:
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise _too_large(request)
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+    except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
+        raise _malformed(request, exc) from None
     return _whole(response, b"".join(chunks))
 
 

@@ -127,8 +127,12 @@ class Videos(Catalog):
         body = {**asked, wire.JOB_IDEMPOTENCY: found.key}
         if webhook is not None:
             body[wire.JOB_WEBHOOK] = webhook
-        data, hold = yield from self.paid(start, Call("POST", "job_start", START, body=body), book)
-        job = ShortVideoJob.from_api({"status": states.SCRIPTING, "topic": topic, **data})
+        job, _, hold = yield from self.paid(
+            start,
+            Call("POST", "job_start", START, body=body),
+            book,
+            lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, "topic": topic, **data}),
+        )
         yield from self.answered(
             start,
             hold,
@@ -186,8 +190,9 @@ class Videos(Catalog):
         call = Call(
             "POST", "reedit", START, params={"id": checked_id(job_id, "job")}, body=body, replayable=False
         )
-        data, hold = yield from self.paid(start, call, book)
-        job = ShortVideoJob.from_api({"status": states.SCRIPTING, **data})
+        job, _, hold = yield from self.paid(
+            start, call, book, lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, **data})
+        )
         yield from self.answered(
             start,
             hold,

@@ -163,12 +163,13 @@ class Model(Shown):
 
     @property
     def properties(self) -> Mapping[str, Any]:
-        properties: Mapping[str, Any] = self.input_schema.get("properties", {})
-        return properties
+        properties = self.input_schema.get("properties")
+        return properties if isinstance(properties, Mapping) else {}
 
     @property
     def required(self) -> tuple[str, ...]:
-        return tuple(self.input_schema.get("required", ()))
+        required = self.input_schema.get("required")
+        return tuple(n for n in required if isinstance(n, str)) if isinstance(required, list) else ()
 
     @property
     def varies_by(self) -> tuple[str, ...]:
@@ -194,12 +195,13 @@ class Model(Shown):
         ]
         if self.pricing:
             facts.append(("varies by", ", ".join(self.varies_by)))
+        described = {n: p for n, p in self.properties.items() if isinstance(p, Mapping)}  # not `true`
         rows = "".join(
-            f"<tr><td><code>{escape(name)}</code>{' *' if name in self.required else ''}</td>"
+            f"<tr><td><code>{escape(str(name))}</code>{' *' if name in self.required else ''}</td>"
             f"<td>{escape(str(prop.get('type', '')))}</td>"
             f"<td>{escape(short(prop.get('enum', prop.get('default', '')), 40))}</td>"
             f"<td>{escape(str(prop.get('description', '')))}</td></tr>"
-            for name, prop in self.properties.items()
+            for name, prop in described.items()
         )
         preview = html.media(self.preview_url, "image", width=240)
         body = (

@@ -158,7 +158,7 @@ class ReplicationRun(Shown):
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "ReplicationRun":
-        if "runId" in data and "id" not in data:
+        if isinstance(data, Mapping) and "runId" in data and "id" not in data:
             data = {"id": data["runId"], **{k: v for k, v in data.items() if k != "runId"}}
         return parse(cls, data, RUN_FIELDS)
 
