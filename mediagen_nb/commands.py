@@ -100,7 +100,7 @@ def _result(args: argparse.Namespace, generation: Any) -> int:
     if getattr(args, "download", None) and generation.status == "succeeded":
         folder = Path(args.download)
         for number, url in enumerate(generation.urls):
-            saved.append(str(save(url, folder / _name(generation, number, url))))
+            saved.append(str(save(url, _target(folder, generation, number, url))))
     money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
     lines = [f"{generation.id}  {generation.model_id}  {generation.status}  {money}"]
     lines += [f"  {url}" for url in generation.urls] + [f"  saved {path}" for path in saved]
@@ -112,10 +112,15 @@ def _result(args: argparse.Namespace, generation: Any) -> int:
     )
 
 
-def _name(generation: Any, number: int, url: str) -> str:
-    from mediagen_nb.protocol.schema import url_extension
+def _target(folder: Path, generation: Any, number: int, url: str) -> Callable[[str | None], Path]:
+    """Where output ``number`` is saved: named by the generation's id, typed by its media type."""
+    from mediagen_nb.client import files
 
-    return f"{generation.id}{'-' + str(number) if number else ''}{url_extension(url) or '.bin'}"
+    def named(media_type: str | None) -> Path:
+        kind = files.extension(generation.output_type, url, media_type)
+        return files.place(folder, generation.id, number or None, extension=kind)
+
+    return named
 
 
 def generate(args: argparse.Namespace) -> int:

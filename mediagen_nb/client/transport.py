@@ -8,6 +8,7 @@ deadline (the time the service may hold it, plus a margin) and no response body 
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,19 +156,28 @@ def _part(target: Path) -> Path:
     return target.with_name(target.name + ".part")
 
 
-def save(url: str, target: Path, *, http: httpx.Client | None = None, timeout: float = 300.0) -> Path:
+Target = Path | Callable[[str | None], Path]  # a file, or the file for the answer's Content-Type
+
+
+def save(url: str, target: Target, *, http: httpx.Client | None = None, timeout: float = 300.0) -> Path:
     """Stream the output at ``url`` into ``target`` (never whole in memory); DownloadFailed if not.
 
-    ``http`` shares one connection pool among many saves (one client may serve several threads).
+    ``target`` may be a function of the answer's Content-Type (the file is named once the headers
+    are in). The half file is created anew (never through a link left in the folder). ``http``
+    shares one connection pool among many saves (one client may serve several threads).
     """
-    partial = _part(target)
+    partial: Path | None = None
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         with (http or httpx).stream(
             "GET", _media_url(url), follow_redirects=True, timeout=timeout
         ) as response:
             response.raise_for_status()
-            with partial.open("wb") as out:
+            if callable(target):
+                target = target(response.headers.get("content-type"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = _part(target)
+            partial.unlink(missing_ok=True)
+            with partial.open("xb") as out:
                 for chunk in response.iter_bytes():
                     out.write(chunk)
                     _grown(url, out.tell())
@@ -175,5 +185,6 @@ def save(url: str, target: Path, *, http: httpx.Client | None = None, timeout: f
     except (httpx.HTTPError, OSError) as exc:
         raise _failed(url, exc) from None
     finally:
-        partial.unlink(missing_ok=True)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     return target

@@ -21,7 +21,7 @@ from mediagen_nb.client.resources.fields import (
     short,
 )
 from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.schema import length_billed_field, media_kind, url_extension
+from mediagen_nb.protocol.schema import length_billed_field, media_kind
 
 
 @dataclass(frozen=True, repr=False)
@@ -82,14 +82,18 @@ class Generation(Shown):
         return fetch(self._output())
 
     def save(self, path: "str | os.PathLike[str]") -> Path:
-        """Write the main output to ``path`` (the output's extension added when it has none)."""
+        """Write the main output to ``path``; a path without an extension gets the output's media
+        type's (the URL's own only when it is an extension of that type)."""
+        from mediagen_nb.client import files
         from mediagen_nb.client.transport import save
 
         url = self._output()
         target = Path(path)
-        if not target.suffix:
-            target = target.with_suffix(url_extension(url) or ".bin")
-        return save(url, target)
+        if target.suffix:
+            return save(url, target)
+        return save(
+            url, lambda media_type: target.with_suffix(files.extension(self.output_type, url, media_type))
+        )
 
     @property
     def done(self) -> bool:
