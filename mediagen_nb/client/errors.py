@@ -260,7 +260,7 @@ _VALIDATION_STARTS = (
 )
 
 
-MAX_MESSAGE = 500  # characters of a service's error message kept in an exception
+MAX_MESSAGE = 4000  # characters of an error message kept (the catalog-wide "Available models" list fits)
 
 
 def message_of(body: Any) -> str:
