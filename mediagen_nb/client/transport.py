@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from mediagen_nb.client.errors import DownloadFailed, ServiceResponseError
+from mediagen_nb.client.errors import ConfigurationError, DownloadFailed, MediagenError, ServiceResponseError
 
 MAX_BODY = 32 * 2**20  # bytes; the service's answers are JSON of kilobytes, the catalog well under 1 MB
 _DROPPED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
@@ -37,9 +37,19 @@ def _too_large(request: httpx.Request) -> ServiceResponseError:
     )
 
 
-def _malformed(request: httpx.Request, exc: httpx.HTTPError) -> ServiceResponseError:
-    """An answer that cannot be read: a body its Content-Encoding does not decode, redirects in a loop."""
-    what = "redirects in a loop" if isinstance(exc, httpx.TooManyRedirects) else f"cannot be decoded ({exc})"
+def _malformed(request: httpx.Request, exc: httpx.HTTPError) -> MediagenError:
+    """An answer that cannot be read (a body its Content-Encoding does not decode, redirects in a loop
+    or to another scheme), or an address that is not http(s) at all."""
+    if isinstance(exc, httpx.UnsupportedProtocol) and exc.request is request:
+        return ConfigurationError(
+            f"{request.url.scheme}:// is not http(s): check MEDIAGEN_BASE_URL (or base_url=)"
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        what = f"redirects to {exc.request.url.scheme}://, not http(s)"
+    elif isinstance(exc, httpx.TooManyRedirects):
+        what = "redirects in a loop"
+    else:
+        what = f"cannot be decoded ({exc})"
     return ServiceResponseError(
         f"the answer to {request.method} {request.url.path} {what}: is MEDIAGEN_BASE_URL the service's "
         "address?"
@@ -58,7 +68,7 @@ def _read_sync(http: httpx.Client, request: httpx.Request) -> httpx.Response:
                 chunks.append(chunk)
         finally:
             response.close()
-    except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
+    except (httpx.DecodingError, httpx.TooManyRedirects, httpx.UnsupportedProtocol) as exc:
         raise _malformed(request, exc) from None
     return _whole(response, b"".join(chunks))
 
@@ -100,7 +110,7 @@ async def _read_async(http: httpx.AsyncClient, request: httpx.Request) -> httpx.
                 chunks.append(chunk)
         finally:
             await response.aclose()
-    except (httpx.DecodingError, httpx.TooManyRedirects) as exc:
+    except (httpx.DecodingError, httpx.TooManyRedirects, httpx.UnsupportedProtocol) as exc:
         raise _malformed(request, exc) from None
     return _whole(response, b"".join(chunks))
 

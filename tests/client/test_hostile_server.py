@@ -28,6 +28,7 @@ from mediagen_nb.client import (
     Analysis,
     AsyncClient,
     Client,
+    ConfigurationError,
     ConnectionFailed,
     Generation,
     Ledger,
@@ -225,6 +226,7 @@ DEEP = b'{"success": true, "data": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
             None,
         ),
         (Answer(302, b"", {"Location": GENERATION_PATH}), "redirects in a loop", None),
+        (Answer(302, b"", {"Location": "ftp://example.com/x"}), "redirects to ftp://, not http(s)", None),
         (data({}), "without id", "id"),
     ],
 )
@@ -240,6 +242,11 @@ def test_an_answer_that_is_not_the_specs_is_one_typed_error_at_once(
     assert raised.value._render_traceback_() == [f"ServiceResponseError: {raised.value}"]
     expected = 21 if "loop" in says else 1  # httpx follows 20 redirects, then gives up: nothing is retried
     assert len(reads) == expected
+
+
+def test_an_address_that_is_not_http_is_a_configuration_error_at_once() -> None:
+    with client("ftp://127.0.0.1:9") as c, pytest.raises(ConfigurationError, match="ftp:// is not http"):
+        c.generation(GENERATION_ID)
 
 
 @pytest.mark.parametrize("ident", TRAVERSALS)
