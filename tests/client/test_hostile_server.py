@@ -374,6 +374,8 @@ def test_no_resource_repr_ever_raises(kind: Any, body: dict[str, Any]) -> None:
         (ReplicationRun, {"runId": "a/b"}, "id"),
         (ShortVideoJob, {"jobId": None}, "jobId"),
         (Model, {"name": "no id"}, "id"),
+        (Model, {"id": "m", "pricing": {"varies_by": [1]}}, "varies_by[]"),
+        (Analysis, {"analysisId": GENERATION_ID, "blueprint": {"clips": [1]}}, "clips[]"),
     ],
 )
 def test_a_resource_without_its_id_or_of_another_shape_is_refused(

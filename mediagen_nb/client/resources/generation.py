@@ -161,6 +161,8 @@ class Model(Shown):
         pricing = None
         if isinstance(raw, Mapping):
             expect("Model.pricing", "varies_by", raw.get("varies_by"), ARRAY)
+            for name in raw.get("varies_by") or ():
+                expect("Model.pricing", "varies_by[]", name, TEXT)
             rest = {k: v for k, v in raw.items() if k not in ("type", "varies_by")}
             pricing = Pricing(raw.get("type"), tuple(raw.get("varies_by") or ()), rest)
         return replace(model, pricing=pricing, input_schema=model.input_schema or {})
