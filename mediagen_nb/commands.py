@@ -275,7 +275,9 @@ def fail(args: argparse.Namespace | None, name: str, kind: str, message: str, co
     """A failure: one line on stderr and, with ``--json``, its JSON document on stdout; the exit code."""
     print(f"{name}: {kind}: {message}" if kind else f"{name}: {message}", file=sys.stderr)
     if args is not None and args.json:
-        document = {"ok": False, "error": {"type": kind or "UsageError", "message": message, "exit": code}}
+        from mediagen_nb.client.errors import failure_document
+
+        document = failure_document(kind or "UsageError", message, code)
         print(json.dumps(document, ensure_ascii=False), file=args.stdout)
     return code
 

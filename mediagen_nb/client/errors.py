@@ -297,3 +297,8 @@ def from_response(status: int, raw: bytes) -> APIError:
     if status >= 500:
         error.retryable = True
     return error
+
+
+def failure_document(kind: str, message: str, exit: int) -> dict[str, Any]:
+    """A failure as the one JSON document every ``mediagen`` command prints with ``--json``."""
+    return {"ok": False, "error": {"type": kind, "message": message, "exit": exit}}
