@@ -48,9 +48,10 @@ class AfterStart(Exception):
 
     def __init__(self, generation: Any, error: BaseException) -> None:
         money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
+        then = "download {} DIR` saves its outputs" if generation.done else "wait {}` follows it"
         super().__init__(
-            f"{error}; generation {generation.id} was started ({money}): `mediagen wait {generation.id}` "
-            "follows it, and the same command again reuses it at no charge"
+            f"{error}; generation {generation.id} was started ({money}): `mediagen "
+            f"{then.format(generation.id)}, and the same command again reuses it at no charge"
         )
         self.error = error
 

@@ -228,6 +228,7 @@ def test_work_that_failed_is_one_json_document_exit_1(sandbox: Sandbox, tmp_path
     )
     message = failure(again, "DownloadFailed", 1)  # after the start: the message names the generation
     assert f"generation {done['id']} was started (reused, no charge)" in message
+    assert f"`mediagen download {done['id']} DIR` saves its outputs" in message
 
 
 def test_an_unanswered_start_exits_1_and_the_same_command_resumes_it_free(
