@@ -250,12 +250,10 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
 }
 
 
-def exit_code(error: BaseException) -> int:
+def exit_code(error: Exception) -> int:
     """1 for work that failed (and may have cost something), 2 for a refusal before anything was charged."""
     from mediagen_nb.client import errors
 
-    if isinstance(error, AfterStart):
-        return FAILED
     if isinstance(error, errors.ConnectionFailed):
         return FAILED if error.sent else REFUSED  # never sent: the address is the mistake
     failed = (
@@ -272,10 +270,10 @@ def exit_code(error: BaseException) -> int:
     return FAILED if isinstance(error, failed) else REFUSED
 
 
-def fail(args: argparse.Namespace | None, name: str, kind: str, message: str, code: int) -> int:
+def fail(args: argparse.Namespace, name: str, kind: str, message: str, code: int) -> int:
     """A failure: one line on stderr and, with ``--json``, its JSON document on stdout; the exit code."""
     print(f"{name}: {kind}: {message}" if kind else f"{name}: {message}", file=sys.stderr)
-    if args is not None and args.json:
+    if args.json:
         from mediagen_nb.client.errors import failure_document
 
         document = failure_document(kind or "UsageError", message, code)
@@ -308,7 +306,7 @@ def main(command: str, argv: list[str]) -> int:
     except MediagenError as exc:
         return fail(args, name, type(exc).__name__, str(exc), exit_code(exc))
     except KeyboardInterrupt:
-        message = "interrupted; a start already sent is in the ledger: the same command again resumes it"
+        message = "interrupted; a start already sent is in the ledger: the same command again resumes it free"
         return fail(args, name, "KeyboardInterrupt", message, INTERRUPTED)
     except Exception as exc:  # a bug: its traceback follows on stderr, and a script still gets its document
         fail(args, name, type(exc).__name__, str(exc), FAILED)

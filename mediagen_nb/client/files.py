@@ -96,8 +96,11 @@ def inside(folder: Path, file_name: str) -> Path:
     ):
         raise DownloadFailed(f"refused to save as {file_name[:80]!r}: not a plain file name")
     target = folder / file_name
-    home = folder.resolve()
-    if not target.resolve().is_relative_to(home):
+    try:
+        outside = not target.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError) as exc:  # a link that loops, a folder that cannot be read
+        raise DownloadFailed(f"refused to save {file_name[:80]!r} in {folder}: {exc}") from None
+    if outside:
         raise DownloadFailed(
             f"refused to save {file_name[:80]!r}: {target} leads outside {folder} (a link in the folder?)"
         )

@@ -75,6 +75,9 @@ def test_a_place_is_proven_inside_its_folder_even_through_a_link(tmp_path: Path)
     (folder / "trap.png").symlink_to(outside / "trap.png")  # a link already in the folder
     with pytest.raises(DownloadFailed, match="leads outside"):
         files.inside(folder, "trap.png")
+    (folder / "loop.png").symlink_to(folder / "loop.png")
+    with pytest.raises(DownloadFailed, match=r"refused to save 'loop\.png' in"):
+        files.inside(folder, "loop.png")
     for unsafe in ("../a.png", "/etc/passwd", "..", ".", "", "a\0b"):
         with pytest.raises(DownloadFailed, match="not a plain file name"):
             files.inside(folder, unsafe)
