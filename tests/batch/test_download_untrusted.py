@@ -2,16 +2,18 @@
 
 The frame's ids are paths, its URLs end in ``.py`` or in a 300-character extension, a link to a file
 outside waits in the folder under the name a row will take. The outputs are served over real HTTP by
-the scripted server of ``tests/_hostile.py``, as ``image/png``.
+the scripted server of ``tests/_hostile.py``, as ``image/png``; a sweep run on that server, which
+answers paths for ids, keeps no id and saves nothing.
 """
 
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from _hostile import GENERATION_ID, Answer, serve
+from _hostile import GENERATION_ID, Answer, generation, serve
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
+from mediagen_nb.client import Client, Limits
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
 HOSTILE_IDS = [
@@ -86,3 +88,25 @@ def test_one_rows_failure_never_stops_the_others(tmp_path: Path, capsys: pytest.
     assert "cannot be filled for this row" in errors["odd"]
     assert not list(outside.iterdir())
     assert "4 of 6 files could not be downloaded" in capsys.readouterr().err
+
+
+def test_a_sweep_on_a_server_answering_paths_for_ids_saves_nothing(tmp_path: Path) -> None:
+    with serve() as server:
+        server.catalog()
+        answer = generation(HOSTILE_IDS[0], server.base_url + "/media/x.py")
+        server.on("POST", "/v3/playground/v1/run", answer)
+        server.on("GET", "/v3/playground/v1/generations/", answer)
+        client = Client(
+            "pk_live_hostile",
+            base_url=server.base_url,
+            limits=Limits(time_scale=600),
+            ledger=str(tmp_path / "ledger.sqlite"),
+        )
+        with client:
+            done = pd.DataFrame({"prompt": ["a fox", "an owl"]}).mediagen.run(
+                "gpt-image-2", client=client, progress=False
+            )
+            saved = done.mediagen.download(tmp_path / "out", progress=False)
+    assert done["generation_id"].isna().all() and (done["status"] != "succeeded").all()
+    assert done["error"].str.contains("Generation.id").all()
+    assert saved["local_path"].isna().all() and not list((tmp_path / "out").iterdir())
