@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from mediagen_nb import __version__
-from mediagen_nb.commands import COMMANDS
+from mediagen_nb.commands import COMMANDS, Mistake, Parser, fail
 from mediagen_nb.commands import main as one_shot
 
 APPS = {
@@ -32,7 +32,7 @@ complete -F _mediagen mediagen
 
 
 def top() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="mediagen",
         description="mediagen_nb on the command line: every command uses the one connection and ledger.",
         epilog="`mediagen COMMAND --help` for a command's options.",
@@ -49,9 +49,13 @@ def top() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if (argv and argv[0] in ("--version", "-h", "--help")) or not argv:
+    if argv[:1] in (["--version"], ["-h"], ["--help"]):
         top().parse_args(argv[:1])  # prints and exits
-    command = top().parse_args(argv[:1]).command
+    try:
+        command = top().parse_args(argv[:1]).command
+    except Mistake as exc:  # with --json, a script gets its one document for this mistake too
+        top().print_usage(sys.stderr)
+        return fail(argparse.Namespace(json="--json" in argv, stdout=sys.stdout), "mediagen", "", str(exc), 2)
     rest = argv[1:]
     if command == "sandbox":
         from mediagen_nb.sandbox.__main__ import main as sandbox

@@ -1,9 +1,19 @@
 """One-shot commands of ``mediagen``: models, model, estimate, generate, wait, download, usage.
 
 Each uses the one connection (``mediagen_nb.current()``: the environment's key and address, else the
-embedded sandbox) and the one ledger, prints readable text or, with ``--json``, one JSON document,
-and exits 0 (done), 1 (the generation failed or is still running, or its outputs could not be saved)
-or 2 (refused: nothing was charged).
+embedded sandbox) and the one ledger, and prints readable text or, with ``--json``, one JSON
+document on standard output: the result (a generation that ended ``failed`` is a result, exit 1),
+or for any other failure
+``{"ok": false, "error": {"type": "ValidationError", "message": "...", "exit": 2}}`` (the message is
+also the one line on stderr; notices go to stderr). Exit codes:
+
+- 0: done.
+- 1: the work failed and may have cost something: a generation that failed (its credits refunded),
+  a start with no usable answer (it may have been charged; the same command again resumes it at no
+  charge), a failure after the start was answered (the message names the generation), a wait that
+  ran out, outputs that could not be saved, a broken connection, an answer the spec does not allow.
+- 2: refused before anything was charged: a mistake to fix first (an option, an input, the key, an
+  unknown id or model, the budget, the ledger, an address that cannot be reached).
 """
 
 import argparse
@@ -12,10 +22,38 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-OK, FAILED, REFUSED = 0, 1, 2
+OK, FAILED, REFUSED, INTERRUPTED = 0, 1, 2, 130
 KINDS = ("image", "video", "audio")
+EXITS = (
+    "exit status: 0 done; 1 the work failed (a start with no answer may have been charged: the same "
+    "command again resumes it at no charge); 2 refused before anything was charged"
+)
+
+
+class Mistake(Exception):
+    """Words the command cannot read (argparse's error): exit 2, nothing sent."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, raising :class:`Mistake` instead of exiting, so ``--json`` can say it as JSON too."""
+
+    def error(self, message: str) -> NoReturn:
+        raise Mistake(message)
+
+
+class AfterStart(Exception):
+    """A failure after the start was answered: the generation exists (and is paid for, unless reused)."""
+
+    def __init__(self, generation: Any, error: BaseException) -> None:
+        money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
+        then = "download {} DIR` saves its outputs" if generation.done else "wait {}` follows it"
+        super().__init__(
+            f"{error}; generation {generation.id} was started ({money}): `mediagen "
+            f"{then.format(generation.id)}, and the same command again reuses it at no charge"
+        )
+        self.error = error
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -100,7 +138,7 @@ def _result(args: argparse.Namespace, generation: Any) -> int:
     if getattr(args, "download", None) and generation.status == "succeeded":
         folder = Path(args.download)
         for number, url in enumerate(generation.urls):
-            saved.append(str(save(url, folder / _name(generation, number, url))))
+            saved.append(str(save(url, _target(folder, generation, number, url))))
     money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
     lines = [f"{generation.id}  {generation.model_id}  {generation.status}  {money}"]
     lines += [f"  {url}" for url in generation.urls] + [f"  saved {path}" for path in saved]
@@ -112,23 +150,31 @@ def _result(args: argparse.Namespace, generation: Any) -> int:
     )
 
 
-def _name(generation: Any, number: int, url: str) -> str:
-    from mediagen_nb.protocol.schema import url_extension
+def _target(folder: Path, generation: Any, number: int, url: str) -> Callable[[str | None], Path]:
+    """Where output ``number`` is saved: named by the generation's id, typed by its media type."""
+    from mediagen_nb.client import files
 
-    return f"{generation.id}{'-' + str(number) if number else ''}{url_extension(url) or '.bin'}"
+    def named(media_type: str | None) -> Path:
+        kind = files.extension(generation.output_type, url, media_type)
+        return files.place(folder, generation.id, number or None, extension=kind)
+
+    return named
 
 
 def generate(args: argparse.Namespace) -> int:
-    from mediagen_nb.client import current
+    from mediagen_nb.client import MediagenError, current
     from mediagen_nb.client.ledger import via
 
     client = current()
     values = _inputs(client.model(args.model), args.fields)
     with via("cli"):
         generation = client.run(args.model, values, reuse=True, fresh=args.fresh)
-    if not args.no_wait and not generation.done:
-        generation = client.wait(generation)
-    return _result(args, generation)
+    try:
+        if not args.no_wait and not generation.done:
+            generation = client.wait(generation)
+        return _result(args, generation)
+    except MediagenError as exc:  # paid for by now: the message must say so, never "refused"
+        raise AfterStart(generation, exc) from exc
 
 
 def wait(args: argparse.Namespace) -> int:
@@ -165,8 +211,12 @@ def usage(args: argparse.Namespace) -> int:
 
 def parser(prog: str, command: str) -> argparse.ArgumentParser:
     """The arguments of one command."""
-    p = argparse.ArgumentParser(prog=f"{prog} {command}", description=COMMANDS[command][1])
-    p.add_argument("--json", action="store_true", help="print one JSON document, for scripts")
+    p = Parser(prog=f"{prog} {command}", description=COMMANDS[command][1], epilog=EXITS)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON document, for scripts (a failure: {"ok": false, "error": {...}})',
+    )
     if command == "models":
         p.add_argument("--kind", choices=KINDS)
         p.add_argument("text", nargs="*", help="words to look for in the id, name or description")
@@ -200,12 +250,49 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
 }
 
 
+def exit_code(error: Exception) -> int:
+    """1 for work that failed (and may have cost something), 2 for a refusal before anything was charged."""
+    from mediagen_nb.client import errors
+
+    if isinstance(error, errors.ConnectionFailed):
+        return FAILED if error.sent else REFUSED  # never sent: the address is the mistake
+    failed = (
+        errors.GenerationError,
+        errors.WorkFailed,
+        errors.WaitTimeout,
+        errors.DownloadFailed,
+        errors.StartUncertain,
+        errors.ServiceResponseError,
+        errors.ServerError,
+        errors.CapacityError,
+        errors.RateLimitError,
+    )
+    return FAILED if isinstance(error, failed) else REFUSED
+
+
+def fail(args: argparse.Namespace, name: str, kind: str, message: str, code: int) -> int:
+    """A failure: one line on stderr and, with ``--json``, its JSON document on stdout; the exit code."""
+    print(f"{name}: {kind}: {message}" if kind else f"{name}: {message}", file=sys.stderr)
+    if args.json:
+        from mediagen_nb.client.errors import failure_document
+
+        document = failure_document(kind or "UsageError", message, code)
+        print(json.dumps(document, ensure_ascii=False), file=args.stdout)
+    return code
+
+
 def main(command: str, argv: list[str]) -> int:
-    """Run one command; our errors are one line on stderr (exit 2, or 1 for a failed generation)."""
-    from mediagen_nb.client import DownloadFailed, GenerationError, MediagenError, WaitTimeout
+    """Run one command; a failure is one line on stderr (and a JSON document with --json)."""
+    from mediagen_nb.client import MediagenError
     from mediagen_nb.notebook.parsing import OptionError
 
-    args = parser("mediagen", command).parse_args(argv)
+    name = f"mediagen {command}"
+    wants_json = argparse.Namespace(json="--json" in argv, stdout=sys.stdout)
+    try:
+        args = parser("mediagen", command).parse_args(argv)
+    except Mistake as exc:
+        parser("mediagen", command).print_usage(sys.stderr)
+        return fail(wants_json, name, "", str(exc), REFUSED)
     args.stdout = sys.stdout
     try:
         if args.json:  # notices (the embedded sandbox's, a progress bar) must not mix into the JSON
@@ -213,11 +300,14 @@ def main(command: str, argv: list[str]) -> int:
                 return COMMANDS[command][0](args)
         return COMMANDS[command][0](args)
     except OptionError as exc:
-        print(f"mediagen {command}: {exc}", file=sys.stderr)
-        return REFUSED
-    except (GenerationError, WaitTimeout, DownloadFailed) as exc:
-        print(f"mediagen {command}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return FAILED
+        return fail(args, name, "OptionError", str(exc), REFUSED)
+    except AfterStart as exc:
+        return fail(args, name, type(exc.error).__name__, str(exc), FAILED)
     except MediagenError as exc:
-        print(f"mediagen {command}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return REFUSED
+        return fail(args, name, type(exc).__name__, str(exc), exit_code(exc))
+    except KeyboardInterrupt:
+        message = "interrupted; a start already sent is in the ledger: the same command again resumes it free"
+        return fail(args, name, "KeyboardInterrupt", message, INTERRUPTED)
+    except Exception as exc:  # a bug: its traceback follows on stderr, and a script still gets its document
+        fail(args, name, type(exc).__name__, str(exc), FAILED)
+        raise

@@ -10,9 +10,8 @@ import argparse
 from importlib import resources
 from pathlib import Path
 
-from mediagen_nb.client import Client, Generation, current
+from mediagen_nb.client import Client, Generation, current, files
 from mediagen_nb.protocol.paths import path
-from mediagen_nb.protocol.schema import url_extension
 
 FACE_PROMPT = "Studio portrait of a friendly science presenter looking into the camera, soft light"
 SCRIPT = "Hi! In the next minute I'll show you how a picture, a voice and a video come together."
@@ -38,10 +37,11 @@ def three_step_chain(client: Client, voice_sample: str, *, resolution: str = "48
 
 def download(generations: list[Generation], folder: Path) -> list[Path]:
     """Save each output next to the others, so the results outlive the embedded sandbox."""
-    return [
-        generation.save(folder / f"{n}-{generation.model_id}{url_extension(str(generation.url)) or '.bin'}")
-        for n, generation in enumerate(generations, 1)
-    ]
+    saved = []
+    for n, generation in enumerate(generations, 1):
+        kind = files.extension(generation.output_type, generation.url)
+        saved.append(generation.save(files.place(folder, n, generation.model_id, extension=kind)))
+    return saved
 
 
 def bundled_prompts() -> Path:

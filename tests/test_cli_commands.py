@@ -1,11 +1,14 @@
 """``mediagen`` one-shot commands as a user types them: real processes against a sandbox on 127.0.0.1.
 
 They share the one connection (the environment's key and address) and one ledger (MEDIAGEN_LEDGER),
-print text or ``--json``, and exit 0 (done), 1 (a failed generation) or 2 (refused, nothing charged).
+print text or ``--json``, and exit 0 (done), 1 (the work failed: a failed generation, a wait that ran
+out, a start whose answer was lost, which the same command resumes free) or 2 (refused, nothing
+charged, checked on the sandbox's ledger). With ``--json`` every failure is one JSON document.
 """
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,17 +28,29 @@ def sandbox() -> Iterator[Sandbox]:
         yield served
 
 
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def charges(sandbox: Sandbox) -> list[dict[str, object]]:
     entries = httpx.get(f"{sandbox.base_url}{path('sandbox_ledger')}", timeout=10).json()["data"]["entries"]
     return [e for e in entries if e["kind"] == "charge"]
 
 
-def mediagen(sandbox: Sandbox, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
-    env.update({**sandbox.client_env(), "MEDIAGEN_LEDGER": str(tmp_path / "ledger.sqlite")})
+def mediagen(
+    sandbox: Sandbox, tmp_path: Path, *argv: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mediagen ARGV`` in its own process, on the sandbox, with ``env`` over the sandbox's settings."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
+    environ.update(
+        {**sandbox.client_env(), "MEDIAGEN_LEDGER": str(tmp_path / "ledger.sqlite"), **(env or {})}
+    )
     done = subprocess.run(
         [sys.executable, "-m", "mediagen_nb.cli", *argv],
-        env=env,
+        env=environ,
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -131,3 +146,105 @@ def test_download_saves_a_started_generation_once_it_ends_and_charges_nothing(
     assert len(charges(sandbox)) == before
     unknown = mediagen(sandbox, tmp_path, "download", "00000000-0000-4000-8000-000000000000")
     assert unknown.returncode == 2 and "NotFoundError" in unknown.stderr
+
+
+# -- with --json, every failure is one JSON document on stdout, and its exit code says what it cost -------
+
+
+def failure(done: subprocess.CompletedProcess[str], kind: str, code: int) -> str:
+    """``done`` printed one failure document of ``kind`` and exited ``code``; the message."""
+    assert done.returncode == code, done.stderr
+    document = json.loads(done.stdout)  # one document, nothing else on stdout
+    assert document == {
+        "ok": False,
+        "error": {"type": kind, "message": document["error"]["message"], "exit": code},
+    }
+    assert done.stderr.strip().splitlines()[-1].endswith(document["error"]["message"])
+    return str(document["error"]["message"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "kind", "says"),
+    [
+        (["generate"], {}, "UsageError", "the following arguments are required"),
+        (["bogus"], {}, "UsageError", "invalid choice: 'bogus'"),
+        (["generate", "gpt-image-2", "prompt=a heron", "qualty=low"], {}, "OptionError", "did you mean"),
+        (
+            ["generate", "gpt-image-2", "prompt=a heron", "quality=ultra"],
+            {},
+            "ValidationError",
+            "quality must",
+        ),
+        (["model", "gpt-image-9"], {}, "NotFoundError", "Model not found"),
+        (["wait", "not-a-uuid"], {}, "ValidationError", "is not a UUID"),
+        (["download", "00000000-0000-4000-8000-000000000000"], {}, "NotFoundError", "not found"),
+        (
+            ["generate", "gpt-image-2", "prompt=a heron"],
+            {"MEDIAGEN_API_KEY": "pk_live_wrong"},
+            "AuthenticationError",
+            "",
+        ),
+        (
+            ["generate", "gpt-image-2", "prompt=an owl", "quality=high"],
+            {"MEDIAGEN_BUDGET": "1"},
+            "BudgetExceeded",
+            "budget",
+        ),
+        (["generate", "gpt-image-2", "prompt=a heron"], {"MEDIAGEN_LEDGER": "."}, "LedgerError", "ledger"),
+        (
+            ["models"],
+            {"MEDIAGEN_BASE_URL": f"http://127.0.0.1:{unused_port()}"},
+            "ConnectionFailed",
+            "cannot connect",
+        ),
+    ],
+    ids=lambda v: v[0] if isinstance(v, list) else None,
+)
+def test_a_refusal_is_one_json_document_exit_2_and_charges_nothing(
+    sandbox: Sandbox, tmp_path: Path, argv: list[str], env: dict[str, str], kind: str, says: str
+) -> None:
+    before = len(charges(sandbox))
+    message = failure(mediagen(sandbox, tmp_path, *argv, "--json", env=env), kind, 2)
+    assert says.lower() in message.lower()
+    assert len(charges(sandbox)) == before
+
+
+def test_work_that_failed_is_one_json_document_exit_1(sandbox: Sandbox, tmp_path: Path) -> None:
+    httpx.post(f"{sandbox.base_url}{path('sandbox_faults')}", json={"modelScript": ["hang"]}, timeout=10)
+    started = mediagen(
+        sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a stuck kite", "--no-wait", "--json"
+    )
+    stuck = json.loads(started.stdout)["id"]
+    waited = mediagen(sandbox, tmp_path, "wait", stuck, "--timeout", "60", "--json")
+    assert "can be read again" in failure(waited, "WaitTimeout", 1)
+    (tmp_path / "a-file").write_text("not a folder")
+    done = json.loads(
+        mediagen(sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a kite", "--json").stdout
+    )
+    blocked = mediagen(sandbox, tmp_path, "download", done["id"], "a-file/inside", "--json")
+    assert "cannot save" in failure(blocked, "DownloadFailed", 1)
+    again = mediagen(
+        sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a kite", "--download", "a-file", "--json"
+    )
+    message = failure(again, "DownloadFailed", 1)  # after the start: the message names the generation
+    assert f"generation {done['id']} was started (reused, no charge)" in message
+    assert f"`mediagen download {done['id']} DIR` saves its outputs" in message
+
+
+def test_an_unanswered_start_exits_1_and_the_same_command_resumes_it_free(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """The start is charged but every answer is lost: never "refused, nothing charged" (exit 2)."""
+    faults = f"{sandbox.base_url}{path('sandbox_faults')}"
+    httpx.post(faults, json={"routes": ["run"], "script": ["drop"] * 6}, timeout=10)
+    before = len(charges(sandbox))
+    try:
+        lost = mediagen(sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a lost kite", "--json")
+    finally:
+        httpx.post(faults, json={}, timeout=10)
+    message = failure(lost, "StartUncertain", 1)
+    assert "may have started it" in message and "resumes it at no cost" in message
+    assert len(charges(sandbox)) == before + 1  # the sandbox's ledger: it was charged
+    again = mediagen(sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a lost kite", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "succeeded"
+    assert len(charges(sandbox)) == before + 1

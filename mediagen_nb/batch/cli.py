@@ -6,6 +6,11 @@ Exit codes: 0 every row succeeded (or was priced); 1 some rows could not be run 
 reasons are printed, grouped by cause, with counts and row numbers); 2 nothing was run because of a
 mistake to fix first (a file, an option, the mapping, the ledger, an output that cannot be written).
 Every output is checked writable before anything is spent; no user error ever prints a traceback.
+
+With ``--json`` standard output holds one JSON document (every other line goes to stderr): the
+sweep's outcome, ``{"ok": true, "rows": 3, "status": {"succeeded": 3}, "out": ...}`` (``"estimate"``
+credits and ``"invalid"`` rows with ``--estimate``), or for a mistake the failure document of every
+``mediagen`` command, ``{"ok": false, "error": {"type": ..., "message": ..., "exit": 2}}``.
 """
 
 import argparse
@@ -16,9 +21,9 @@ import sys
 import warnings
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext, redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pandas as pd
 
@@ -38,6 +43,14 @@ SHOWN_ROWS = 8  # row numbers listed per cause
 
 class Refused(Exception):
     """A mistake to fix before anything runs: printed as one line, exit code 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, refusing instead of exiting, so ``--json`` can say the mistake as JSON too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        raise Refused(message)
 
 
 def read_table(path: Path, sheet: str | None = None, encoding: str = "utf-8") -> pd.DataFrame:
@@ -136,9 +149,7 @@ def mapping(items: list[str], frame: pd.DataFrame) -> dict[str, str] | None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mediagen sweep", description="Run a spreadsheet of inputs through a model."
-    )
+    p = Parser(prog="mediagen sweep", description="Run a spreadsheet of inputs through a model.")
     p.add_argument("table", type=Path, help="a .csv, .tsv or .xlsx file, one row per generation")
     p.add_argument("--model", required=True, help="model id, e.g. gpt-image-2")
     p.add_argument(
@@ -184,6 +195,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="also send the table's local files from this folder (default: only the table's own folder)",
     )
+    p.add_argument("--json", action="store_true", help="print one JSON document of the outcome, for scripts")
     return p
 
 
@@ -235,6 +247,11 @@ def sweep(args: argparse.Namespace) -> int:
             write_table(priced, args.out)
             print(f"estimate: {args.out}")
         invalid = priced[priced["credits"].isna()]
+        args.outcome = {
+            "rows": len(priced),
+            "estimate": int(priced["credits"].sum()),
+            "invalid": len(invalid),
+        }
         if len(invalid):
             reasons = causes(invalid.assign(status="invalid"))
             print("mediagen sweep: some rows cannot be sent:\n" + "\n".join(reasons), file=sys.stderr)
@@ -252,6 +269,7 @@ def sweep(args: argparse.Namespace) -> int:
         allow_files_from=files_from,
         **constants,
     )
+    args.outcome = {"rows": len(result), "status": result["status"].value_counts().to_dict()}
     try:
         return _write_results(args, result)
     except OSError as exc:  # checked before spending, so only a disk that changed since
@@ -301,12 +319,29 @@ def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    as_json = "--json" in argv
     try:
-        return sweep(args)
+        args = parser().parse_args(argv)
+        args.outcome = {}
+        with redirect_stdout(sys.stderr) if as_json else nullcontext():
+            code = sweep(args)
     except Refused as exc:
-        print(f"mediagen sweep: {exc}", file=sys.stderr)
-        return REFUSED
+        return _failed(as_json, "Refused", str(exc))
     except MediagenError as exc:
-        print(f"mediagen sweep: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return REFUSED
+        return _failed(as_json, type(exc).__name__, str(exc))
+    if as_json:
+        paths = {"out": args.out, "gallery": args.gallery, "download": args.download}
+        shown = {name: str(path) if path is not None else None for name, path in paths.items()}
+        print(json.dumps({"ok": code == OK, **args.outcome, **shown}, ensure_ascii=False, default=str))
+    return code
+
+
+def _failed(as_json: bool, kind: str, message: str) -> int:
+    """A mistake: one line on stderr and, with --json, the failure document on stdout; exit 2."""
+    from mediagen_nb.client.errors import failure_document
+
+    print(f"mediagen sweep: {message if kind == 'Refused' else f'{kind}: {message}'}", file=sys.stderr)
+    if as_json:
+        print(json.dumps(failure_document(kind, message, REFUSED), ensure_ascii=False))
+    return REFUSED

@@ -2,9 +2,12 @@
 
 Files are named by ``name=`` (a template of the frame's columns, ``{row}`` and ``{id}``), else by the
 row and what it asked (its model and input): never by the output's host or port, so the same sweep
-saved twice (even from a restarted sandbox) gives the same names. Each file gets ``<file>.json``:
-the model, the input, the generation id, the credits, the status, where it came from and when. A
-URL that fails is reported in ``download_error`` and a summary line; the other files are saved.
+saved twice (even from a restarted sandbox) gives the same names. A frame may come from someone
+else, so every name is made by :mod:`mediagen_nb.client.files` (no separator, short, proven inside
+the folder) and its extension comes from the URL only when that is a media extension, else from the
+answer's media type. Each file gets ``<file>.json``: the model, the input, the generation id, the
+credits, the status, where it came from and when. A row that fails (its name, its URL, the disk) is
+reported in its ``download_error`` and a summary line; the other rows are saved.
 """
 
 import hashlib
@@ -13,21 +16,28 @@ import re
 import string
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pandas as pd
 
+from mediagen_nb.client import files
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import save
-from mediagen_nb.protocol.schema import url_extension
 
 CONCURRENT = 8
-NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-MAX_NAME = 120
+
+
+@dataclass(frozen=True)
+class Job:
+    """One row's output to save: its URL, and its file's name before the extension."""
+
+    url: str
+    stem: str
 
 
 def _fields(template: str) -> list[str]:
@@ -52,6 +62,7 @@ def check_name(template: str | None, df: pd.DataFrame) -> None:
 
 
 def _stem(template: str | None, position: int, record: Mapping[str, Any], column: str) -> str:
+    """The file name of a row before its extension: the template filled, else its row and what it asked."""
     prefix = column.removesuffix("output_url")
     ident = record.get(prefix + "generation_id") or ""
     if template is not None:
@@ -63,7 +74,7 @@ def _stem(template: str | None, position: int, record: Mapping[str, Any], column
             json.dumps(asked, sort_keys=True, default=str) if asked is not None else _path_of(record[column])
         )
         text = f"{position:05d}-{hashlib.sha256(basis.encode()).hexdigest()[:10]}"
-    return NAME_CHARS.sub("-", text).strip("-.")[:MAX_NAME] or f"{position:05d}"
+    return files.name(text, fallback=f"{position:05d}")
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -75,21 +86,50 @@ def _path_of(url: str) -> str:
     return re.sub(r"^[a-z]+://[^/]+", "", url)
 
 
-def targets(df: pd.DataFrame, folder: Path, column: str, name: str | None) -> dict[int, tuple[str, Path]]:
-    """Row position -> (URL, file) for every row with an output; names made unique."""
+def targets(df: pd.DataFrame, column: str, name: str | None) -> tuple[dict[int, Job], dict[int, str]]:
+    """Row position -> what to save, for every row with an output (names made unique); and the rows
+    whose name cannot be made (a template that does not fill), with why."""
     check_name(name, df)
-    chosen: dict[int, tuple[str, Path]] = {}
+    chosen: dict[int, Job] = {}
+    failed: dict[int, str] = {}
     taken: set[str] = set()
     for position, record in enumerate(_records(df)):
         url = record.get(column)
         if not isinstance(url, str) or not url:
             continue
-        stem = _stem(name, position, record, column)
+        try:
+            stem = _stem(name, position, record, column)
+        except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+            failed[position] = f"download: name={name!r} cannot be filled for this row ({exc})"
+            continue
         if stem in taken:
-            stem = f"{stem}-{position}"
+            stem = files.name(stem, position)
         taken.add(stem)
-        chosen[position] = (url, folder / f"{stem}{url_extension(url) or '.bin'}")
-    return chosen
+        chosen[position] = Job(url, stem)
+    return chosen, failed
+
+
+def _saved_before(folder: Path, job: Job) -> Path | None:
+    """The file an earlier download of ``job`` made, if any (its extension may have come from its type)."""
+    known = files.extension(None, job.url)
+    suffixes = [known] if known != files.UNKNOWN else [*files.CONTENT_TYPES.values(), files.UNKNOWN]
+    for suffix in dict.fromkeys(suffixes):
+        candidate = files.inside(folder, job.stem + suffix)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _save_one(http: httpx.Client, folder: Path, job: Job) -> Path:
+    """Save one output (unless an earlier download did), named by its URL's or its answer's media type."""
+    earlier = _saved_before(folder, job)
+    if earlier is not None:
+        return earlier
+
+    def named(media_type: str | None) -> Path:
+        return files.inside(folder, job.stem + files.extension(None, job.url, media_type))
+
+    return save(job.url, named, http=http)  # streamed; no half file under the real name
 
 
 def sidecar(record: Mapping[str, Any], column: str, url: str, model: str | None) -> dict[str, Any]:
@@ -110,30 +150,39 @@ def sidecar(record: Mapping[str, Any], column: str, url: str, model: str | None)
     }
 
 
-def _fetch_all(jobs: dict[int, tuple[str, Path]], progress: bool) -> dict[int, str]:
-    """Save each job's URL to its file, several at once; the error of each one that failed, by position."""
+def _fetch_all(
+    jobs: dict[int, Job], folder: Path, progress: bool, write: Callable[[int, Job, Path], None]
+) -> tuple[dict[int, Path], dict[int, str]]:
+    """Save each job's output (and ``write`` its sidecar), several at once; the files saved and the
+    error of each one that failed, by position. One row's failure never stops the others."""
     bar = None
     if progress and jobs:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), desc="download", unit="file")
+    saved: dict[int, Path] = {}
     failed: dict[int, str] = {}
 
-    def one(http: httpx.Client, position: int, url: str, target: Path) -> None:
-        if not target.exists():
-            try:
-                save(url, target, http=http)  # streamed; no half file under the real name
-            except DownloadFailed as exc:
-                failed[position] = str(exc)
+    def one(http: httpx.Client, position: int, job: Job) -> None:
+        try:
+            target = _save_one(http, folder, job)
+            write(position, job, target)
+            saved[position] = target
+        except Exception as exc:  # this row's own failure (a name, a URL, the disk): kept in its row
+            failed[position] = str(exc) if isinstance(exc, DownloadFailed) else _why(job, exc)
         if bar is not None:
             bar.update(1)
 
     with httpx.Client(follow_redirects=True, timeout=120) as http, ThreadPoolExecutor(CONCURRENT) as pool:
-        for done in [pool.submit(one, http, p, url, target) for p, (url, target) in jobs.items()]:
+        for done in [pool.submit(one, http, p, job) for p, job in jobs.items()]:
             done.result()
     if bar is not None:
         bar.close()
-    return failed
+    return saved, failed
+
+
+def _why(job: Job, exc: Exception) -> str:
+    return f"cannot save {job.url[:80]}: {type(exc).__name__}: {exc}"[:300]
 
 
 def download(
@@ -151,25 +200,26 @@ def download(
             f"download: no column {column!r}; pass column= one of {', '.join(map(str, df.columns))}"
         )
     folder = Path(folder)
-    jobs = targets(df, folder, column, name)
+    jobs, unnamed = targets(df, column, name)
     folder.mkdir(parents=True, exist_ok=True)
-    failed = _fetch_all(jobs, progress)
     records = _records(df)
     prefix = column.removesuffix("output_url")
     model = df.attrs.get("mediagen_models", {}).get(prefix)
-    for position, (url, target) in jobs.items():
-        if position not in failed and sidecars:
-            card = sidecar(records[position], column, url, model)
-            target.with_name(target.name + ".json").write_text(json.dumps(card, indent=2, default=str))
+
+    def write(position: int, job: Job, target: Path) -> None:
+        if sidecars:
+            card = sidecar(records[position], column, job.url, model)
+            files.inside(folder, target.name + ".json").write_text(json.dumps(card, indent=2, default=str))
+
+    saved, failed = _fetch_all(jobs, folder, progress, write)
+    failed |= unnamed
     out: pd.DataFrame = df.copy()
-    out[prefix + "local_path"] = [
-        str(jobs[p][1]) if p in jobs and p not in failed else None for p in range(len(records))
-    ]
+    out[prefix + "local_path"] = [str(saved[p]) if p in saved else None for p in range(len(records))]
     out[prefix + "download_error"] = [failed.get(p) for p in range(len(records))]
     if failed:
         print(
-            f"mediagen_nb: {len(failed)} of {len(jobs)} files could not be downloaded (see download_error); "
-            f"the other {len(jobs) - len(failed)} are in {folder}",
+            f"mediagen_nb: {len(failed)} of {len(jobs) + len(unnamed)} files could not be downloaded (see "
+            f"download_error); the other {len(saved)} are in {folder}",
             file=sys.stderr,
         )
     return out

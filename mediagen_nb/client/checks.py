@@ -13,6 +13,12 @@ _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 ID_KINDS = {"generation": True, "analysis": True, "run": False, "job": False}  # kind -> must be a UUID
 
 
+def is_id(value: object, kind: str) -> bool:
+    """Whether ``value`` is an id of ``kind`` safe to put in a path or a file name (see checked_id)."""
+    pattern = _UUID if ID_KINDS[kind] else _TOKEN
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
+
 def checked_id(value: object, kind: str) -> str:
     """An id from a caller, a webhook or a response, safe to put in a path; else ValidationError.
 
@@ -24,12 +30,12 @@ def checked_id(value: object, kind: str) -> str:
         raise errors.ValidationError(
             f"{kind} id must be a string, not {type(text).__name__}", field="id", sent=False
         )
-    if ID_KINDS[kind] and not _UUID.fullmatch(text):
+    if ID_KINDS[kind] and not is_id(text, kind):
         prefix = messages.INVALID_GENERATION_ID if kind == "generation" else f"Invalid {kind} id"
         raise errors.ValidationError(
             f"{prefix}: {text[:80]!r} is not a UUID (use the id its start returned)", field="id", sent=False
         )
-    if not ID_KINDS[kind] and not _TOKEN.fullmatch(text):
+    if not is_id(text, kind):
         raise errors.ValidationError(
             f"Invalid {kind} id: {text[:80]!r} (use the id its start returned)", field="id", sent=False
         )

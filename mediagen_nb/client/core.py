@@ -193,13 +193,8 @@ class Core:
             else:
                 if call.kind != CATALOG and not call.hold:  # a long poll's time is the service's
                     self.latency.record(time.time() - slot)  # how late it went, plus its round trip
-                if response.is_success:
-                    try:
-                        return _decode(call, response)
-                    except ValueError:
-                        error = errors.ConnectionFailed(
-                            f"incomplete response to {call.method} {call.endpoint}"
-                        )
+                if response.is_success:  # a whole answer: one that is not what the spec says is not retried
+                    return _decode(call, response)
                 else:
                     error = errors.from_response(response.status_code, response.content)
                     if isinstance(error, errors.RateLimitError):
@@ -249,12 +244,16 @@ class Core:
         key = idempotency.derive(kind, idempotency.SINGLE, model_id, input, occurrence=variation)
         return Found(key, asked, variation, None if again else latest)
 
-    def paid(self, start: Paid, call: Call, book: ledgers.Ledger) -> Op[tuple[Any, int | None]]:
-        """Hold the price, write the intent, send; returns the answer's data and the budget hold.
+    def paid(
+        self, start: Paid, call: Call, book: ledgers.Ledger, read: Callable[[Any], R]
+    ) -> Op[tuple[R, Any, int | None]]:
+        """Hold the price, write the intent, send; returns the answer read as a resource, its data and
+        the budget hold.
 
         A refused start drops its intent and hold (nothing was charged). A start that got no answer
-        after every retry keeps both and raises :class:`StartUncertain`: it may have been charged,
-        and sending it again with its key resumes it at no cost.
+        after every retry, or an answer ``read`` (the resource's parser) refuses, keeps both and raises
+        :class:`StartUncertain`: it may have been charged, and sending it again with its key resumes
+        it at no cost.
         """
         hold = None
         if self.budget.limit is not None:
@@ -280,6 +279,7 @@ class Core:
             raise
         try:
             data = yield from self.send(call)
+            resource = read(data)  # an answer without a usable id is no answer: the start stays uncertain
         except (errors.ConnectionFailed, errors.ServerError, errors.ServiceResponseError) as exc:
             if isinstance(exc, errors.ConnectionFailed) and not exc.sent:  # never left this machine
                 self.budget.release(hold)
@@ -287,18 +287,20 @@ class Core:
                 raise
             yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
             cost = f"up to {start.price} credits" if start.price is not None else "its price"
+            unusable = isinstance(exc, errors.ServiceResponseError)
             raise errors.StartUncertain(
-                f"{start.what}: no answer to the start ({exc.message}); the service may have started it "
-                f"and charged {cost}. Running the same start again resumes it at no cost",
+                f"{start.what}: no {'usable ' if unusable else ''}answer to the start ({exc.message}); the "
+                f"service may have started it and charged {cost}. Running the same start again resumes it "
+                "at no cost",
                 key=start.key,
                 credits=start.price,
-            ) from None
+            ) from (exc if unusable else None)
         except errors.MediagenError:
             self.budget.release(hold)
             yield Record(partial(book.refused, start.key, self.where))
             raise
         # Anything else (a Ctrl-C, a cancelled task) leaves the intent and the hold: it may have started.
-        return data, hold
+        return resource, data, hold
 
     def answered(
         self,
@@ -409,12 +411,45 @@ class Core:
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:
-    """The ``data`` of a success envelope; the whole document for openapi.json; text for llms.txt."""
+    """The ``data`` of a success envelope; the whole document for openapi.json; text for llms.txt.
+
+    A body that is not JSON, nests too deeply, or is not an object whose ``data`` is an object (a list
+    too, for the model list) is a ServiceResponseError naming what is wrong, at once: a whole answer
+    that is not the spec's does not get better by asking again.
+    """
     if call.endpoint == "llms_txt":
         return response.text
-    body = json.loads(response.content)
+    what = f"the answer to {call.method} {response.request.url.path}"
+    try:
+        body = json.loads(response.content)
+    except (ValueError, RecursionError) as exc:
+        kind = response.headers.get("content-type", "no content type").split(";")[0]
+        problem = "nests too deeply" if isinstance(exc, RecursionError) else f"is not JSON ({kind})"
+        raise errors.ServiceResponseError(
+            f"{what} {problem}: is MEDIAGEN_BASE_URL the service's address?"
+        ) from None
+    if not isinstance(body, Mapping):
+        raise errors.ServiceResponseError(
+            f"{what} is {_shape(body)}, not an object: is MEDIAGEN_BASE_URL the service's address?"
+        )
     if call.endpoint == "openapi":
         return body
-    if isinstance(body, Mapping) and "data" in body:
-        return body["data"]
-    return body
+    data = body.get("data")
+    if "data" not in body or not isinstance(data, (Mapping, list) if call.endpoint == "models" else Mapping):
+        raise errors.ServiceResponseError(
+            f"{what} has {'no data' if 'data' not in body else 'data = ' + _shape(data)}, not the object "
+            "the service sends: is MEDIAGEN_BASE_URL the service's address?",
+            field="data",
+        )
+    return data
+
+
+def _shape(value: Any) -> str:
+    """A short description of a JSON value for a message: ``a list``, ``null``, ``'text…'``."""
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, str):
+        return repr(value[:40] + ("…" if len(value) > 40 else ""))
+    return repr(value)[:40]

@@ -30,7 +30,7 @@ class Engine(Generations, Replication, Videos):
         if isinstance(payload, (bytes, str)):
             try:
                 payload = json.loads(payload)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise errors.ValidationError("webhook body is not JSON", field="body", sent=False) from None
         if not isinstance(payload, Mapping):
             raise errors.ValidationError("webhook body must be a JSON object", field="body", sent=False)

@@ -292,6 +292,9 @@ _VALIDATION_STARTS = (
 )
 
 
+MAX_MESSAGE = 4000  # characters of an error message kept (the catalog-wide "Available models" list fits)
+
+
 def message_of(body: Any) -> str:
     """The spec's rule: a string body is the message, otherwise read ``message`` (keys masked)."""
     if isinstance(body, str):
@@ -305,9 +308,11 @@ def from_response(status: int, raw: bytes) -> APIError:
     """The error for a non-2xx response, classified by status and the start of its message."""
     try:
         body: Any = json.loads(raw) if raw else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what Python parses: the raw text
         body = raw.decode(errors="replace")
     message = message_of(body) or f"HTTP {status}"
+    if len(message) > MAX_MESSAGE:  # a proxy's HTML page, a body far longer than the spec's one line
+        message = message[: MAX_MESSAGE - 1] + "…"
     for code, start, kind in _BY_MESSAGE:
         if status == code and message.startswith(start):
             return kind(status, message, body=body)
@@ -324,3 +329,8 @@ def from_response(status: int, raw: bytes) -> APIError:
     if status >= 500:
         error.retryable = True
     return error
+
+
+def failure_document(kind: str, message: str, exit: int) -> dict[str, Any]:
+    """A failure as the one JSON document every ``mediagen`` command prints with ``--json``."""
+    return {"ok": False, "error": {"type": kind, "message": message, "exit": exit}}

@@ -121,10 +121,9 @@ class Generations(Catalog):
         body: dict[str, Any] = {"modelId": model_id, "input": _plain(values)}
         if webhook is not None:
             body["webhook"] = webhook
-        data, hold = yield from self.paid(
-            start, Call("POST", "run", START, body=body, idempotency_key=found.key), book
+        generation, data, hold = yield from self.paid(
+            start, Call("POST", "run", START, body=body, idempotency_key=found.key), book, Generation.from_api
         )
-        generation = Generation.from_api(data)
         yield from self.answered(
             start, hold, book, generation.id, generation.status, generation.credits_spent, resource=data
         )
@@ -162,15 +161,23 @@ class Generations(Catalog):
                     sent=False,
                 )
             query = {"wait": int(wait)}
+        ident = checked_id(generation_id, "generation")
         call = Call(
             "GET",
             "generation",
-            params={"id": checked_id(generation_id, "generation")},
+            params={"id": ident},
             query=query,
             hold=wait or 0,
         )
         data = yield from self.send(call)
-        generation = Generation.from_api(data, elapsed_s=self.elapsed(data.get("id", generation_id)))
+        generation = Generation.from_api(data)
+        generation = replace(generation, elapsed_s=self.elapsed(generation.id))
+        if generation.id.lower() != ident.lower():
+            raise errors.ServiceResponseError(
+                f"the service answered generation {generation.id} when asked for {ident}: is "
+                "MEDIAGEN_BASE_URL the service's address?",
+                field="id",
+            )
         charged = 0 if generation.status == states.FAILED else generation.credits_spent
         yield from self.observed(
             generation.id,

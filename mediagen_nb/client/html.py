@@ -64,11 +64,11 @@ def badge(status: object) -> str:
     return f'<span style="color:{color};font-weight:bold">{escape(str(status))}</span>'
 
 
-def card(title: str, status: object, facts: Sequence[tuple[str, object]], body: str = "") -> str:
+def card(title: object, status: object, facts: Sequence[tuple[str, object]], body: str = "") -> str:
     """A result card: a title line with the status, a line of facts, then the media."""
     shown = " · ".join(f"{escape(k)} {escape(str(v))}" for k, v in facts if v is not None)
     return (
-        f'<div style="{_CARD}"><div><b>{escape(title)}</b> {badge(status)}</div>'
+        f'<div style="{_CARD}"><div><b>{escape(str(title or ""))}</b> {badge(status)}</div>'
         f'<div style="color:#555">{shown}</div>{body}</div>'
     )
 

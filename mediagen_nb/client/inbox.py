@@ -44,7 +44,7 @@ class WebhookInbox:
         """
         try:
             payload = json.loads(body) if isinstance(body, (bytes, str)) else body
-        except ValueError:  # anyone can POST to a webhook URL: a body that is not JSON names nothing
+        except (ValueError, RecursionError):  # anyone can POST to a webhook URL: not JSON names nothing
             payload = None
         if not isinstance(payload, Mapping):
             return self._maybe_async(None)

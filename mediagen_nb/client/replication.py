@@ -105,8 +105,9 @@ class Replication(Catalog):
             found.variation,
         )
         call = Call("POST", "analyze", START, body=asked, idempotency_key=found.key)
-        data, hold = yield from self.paid(start, call, book)
-        analysis = Analysis.from_api({"sourceUrl": url, **data})
+        analysis, data, hold = yield from self.paid(
+            start, call, book, lambda data: Analysis.from_api({"sourceUrl": url, **data})
+        )
         charged = analysis.credits_spent if analysis.credits_spent is not None else price
         status = analysis.status or states.ANALYZING  # a start answered without one has just begun
         yield from self.answered(start, hold, book, analysis.id, status, charged, resource=data)
@@ -245,9 +246,9 @@ class Replication(Catalog):
             body=sent,
             idempotency_key=found.key,
         )
-        data, hold = yield from self.paid(start, call, book)
-        run = ReplicationRun.from_api(
-            {"analysisId": str(analysis_id), "status": states.GENERATING, "quality": quality, **data}
+        started = {"analysisId": str(analysis_id), "status": states.GENERATING, "quality": quality}
+        run, _, hold = yield from self.paid(
+            start, call, book, lambda data: ReplicationRun.from_api({**started, **data})
         )
         yield from self.answered(
             start,

@@ -8,12 +8,13 @@ deadline (the time the service may hold it, plus a margin) and no response body 
 
 import asyncio
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from mediagen_nb.client.errors import DownloadFailed, ServiceResponseError
+from mediagen_nb.client.errors import ConfigurationError, DownloadFailed, MediagenError, ServiceResponseError
 
 MAX_BODY = 32 * 2**20  # bytes; the service's answers are JSON of kilobytes, the catalog well under 1 MB
 _DROPPED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
@@ -36,17 +37,39 @@ def _too_large(request: httpx.Request) -> ServiceResponseError:
     )
 
 
+def _malformed(request: httpx.Request, exc: httpx.HTTPError) -> MediagenError:
+    """An answer that cannot be read (a body its Content-Encoding does not decode, redirects in a loop
+    or to another scheme), or an address that is not http(s) at all."""
+    if isinstance(exc, httpx.UnsupportedProtocol) and exc.request is request:
+        return ConfigurationError(
+            f"{request.url.scheme}:// is not http(s): check MEDIAGEN_BASE_URL (or base_url=)"
+        )
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        what = f"redirects to {exc.request.url.scheme}://, not http(s)"
+    elif isinstance(exc, httpx.TooManyRedirects):
+        what = "redirects in a loop"
+    else:
+        what = f"cannot be decoded ({exc})"
+    return ServiceResponseError(
+        f"the answer to {request.method} {request.url.path} {what}: is MEDIAGEN_BASE_URL the service's "
+        "address?"
+    )
+
+
 def _read_sync(http: httpx.Client, request: httpx.Request, auth: httpx.Auth | None) -> httpx.Response:
-    response = http.send(request, stream=True, auth=auth)
     try:
-        chunks, size = [], 0
-        for chunk in response.iter_bytes():
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _too_large(request)
-            chunks.append(chunk)
-    finally:
-        response.close()
+        response = http.send(request, stream=True, auth=auth)
+        try:
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise _too_large(request)
+                chunks.append(chunk)
+        finally:
+            response.close()
+    except (httpx.DecodingError, httpx.TooManyRedirects, httpx.UnsupportedProtocol) as exc:
+        raise _malformed(request, exc) from None
     return _whole(response, b"".join(chunks))
 
 
@@ -81,16 +104,19 @@ def send(
 async def _read_async(
     http: httpx.AsyncClient, request: httpx.Request, auth: httpx.Auth | None
 ) -> httpx.Response:
-    response = await http.send(request, stream=True, auth=auth)
     try:
-        chunks, size = [], 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > MAX_BODY:
-                raise _too_large(request)
-            chunks.append(chunk)
-    finally:
-        await response.aclose()
+        response = await http.send(request, stream=True, auth=auth)
+        try:
+            chunks, size = [], 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > MAX_BODY:
+                    raise _too_large(request)
+                chunks.append(chunk)
+        finally:
+            await response.aclose()
+    except (httpx.DecodingError, httpx.TooManyRedirects, httpx.UnsupportedProtocol) as exc:
+        raise _malformed(request, exc) from None
     return _whole(response, b"".join(chunks))
 
 
@@ -147,19 +173,28 @@ def _part(target: Path) -> Path:
     return target.with_name(target.name + ".part")
 
 
-def save(url: str, target: Path, *, http: httpx.Client | None = None, timeout: float = 300.0) -> Path:
+Target = Path | Callable[[str | None], Path]  # a file, or the file for the answer's Content-Type
+
+
+def save(url: str, target: Target, *, http: httpx.Client | None = None, timeout: float = 300.0) -> Path:
     """Stream the output at ``url`` into ``target`` (never whole in memory); DownloadFailed if not.
 
-    ``http`` shares one connection pool among many saves (one client may serve several threads).
+    ``target`` may be a function of the answer's Content-Type (the file is named once the headers
+    are in). The half file is created anew (never through a link left in the folder). ``http``
+    shares one connection pool among many saves (one client may serve several threads).
     """
-    partial = _part(target)
+    partial: Path | None = None
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
         with (http or httpx).stream(
             "GET", _media_url(url), follow_redirects=True, timeout=timeout
         ) as response:
             response.raise_for_status()
-            with partial.open("wb") as out:
+            if callable(target):
+                target = target(response.headers.get("content-type"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = _part(target)
+            partial.unlink(missing_ok=True)
+            with partial.open("xb") as out:
                 for chunk in response.iter_bytes():
                     out.write(chunk)
                     _grown(url, out.tell())
@@ -167,5 +202,6 @@ def save(url: str, target: Path, *, http: httpx.Client | None = None, timeout: f
     except (httpx.HTTPError, OSError) as exc:
         raise _failed(url, exc) from None
     finally:
-        partial.unlink(missing_ok=True)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     return target

@@ -161,8 +161,12 @@ class Videos(Catalog):
         body = {**asked, wire.JOB_IDEMPOTENCY: found.key}
         if webhook is not None:
             body[wire.JOB_WEBHOOK] = webhook
-        data, hold = yield from self.paid(start, Call("POST", "job_start", START, body=body), book)
-        job = ShortVideoJob.from_api({"status": states.SCRIPTING, "topic": topic, **data})
+        job, _, hold = yield from self.paid(
+            start,
+            Call("POST", "job_start", START, body=body),
+            book,
+            lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, "topic": topic, **data}),
+        )
         ended = job.done and job.credits_used is not None  # else it holds its most until it ends
         yield from self.answered(
             start,
@@ -223,8 +227,9 @@ class Videos(Catalog):
         call = Call(
             "POST", "reedit", START, params={"id": checked_id(job_id, "job")}, body=body, replayable=False
         )
-        data, hold = yield from self.paid(start, call, book)
-        job = ShortVideoJob.from_api({"status": states.SCRIPTING, **data})
+        job, _, hold = yield from self.paid(
+            start, call, book, lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, **data})
+        )
         yield from self.answered(
             start,
             hold,

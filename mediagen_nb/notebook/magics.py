@@ -13,11 +13,12 @@ ledger, and the re-run picks it up.
 
 import getpass
 import os
+import sys
 from html import escape
-from typing import Any
+from typing import Any, cast
 
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
-from traitlets import Bool, Int, Unicode, observe
+from traitlets import Bool, Int, TraitError, Unicode, observe
 
 from mediagen_nb.notebook import options, parsing
 from mediagen_nb.notebook.cells import (
@@ -73,6 +74,25 @@ class MediagenMagics(Magics):
     preview_width = Int(320, help="Width in pixels of the images and videos shown with results.").tag(
         config=True
     )
+
+    def update_config(self, config: Any) -> None:
+        """``%config MediagenMagics.fresh = 'yes'``: a value a setting cannot take is refused with one
+        line on stderr and the setting kept (IPython's ``%config`` only logs it, so it went unseen)."""
+        mine = config.get(type(self).__name__, {})
+        traits = self.traits(config=True)
+        for name, value in mine.items():
+            if name not in traits:
+                continue  # an unknown name: traitlets warns about it itself
+            try:
+                cast(Any, traits[name]).validate(self, value)  # every concrete trait type has it
+            except TraitError:
+                print(
+                    f"UsageError: MediagenMagics.{name} must be {traits[name].info()}, not {value!r}; "
+                    f"it stays {getattr(self, name)!r}",
+                    file=sys.stderr,
+                )
+                return
+        super().update_config(config)
 
     @observe("preview_width")
     def _width_changed(self, change: Any) -> None:

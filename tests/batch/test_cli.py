@@ -1,11 +1,13 @@
 """``mediagen sweep`` on a served sandbox: exit codes, one-line reasons grouped by cause, nothing lost.
 
 Exit 0: every row succeeded. 1: rows could not be run or failed (reasons grouped, with counts).
-2: a mistake to fix before anything runs; then nothing is charged. Never a traceback.
+2: a mistake to fix before anything runs; then nothing is charged. Never a traceback. With
+``--json``, one JSON document on stdout: the outcome, or the mistake.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -176,3 +178,58 @@ def test_a_gallery_outlives_the_sandbox_that_made_it(
     service.sandbox.stop()
     again = sorted((tmp_path / "site" / "gallery_files").glob("*.png"))
     assert again == files
+
+
+def test_json_prints_one_document_of_the_outcome(
+    cli: Cli, service: Service, sheet: Path, tmp_path: Path
+) -> None:
+    argv = [str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}", "--json"]
+    code, printed, err = cli(*argv, "--estimate")
+    nowhere = {"out": None, "gallery": None, "download": None}
+    assert code == 0 and json.loads(printed) == {
+        "ok": True,
+        "rows": 3,
+        "estimate": 9,
+        "invalid": 0,
+        **nowhere,
+    }
+    out = tmp_path / "results.csv"
+    code, printed, err = cli(*argv, f"--out={out}")
+    outcome = {"ok": True, "rows": 3, "status": {"succeeded": 3}, **nowhere, "out": str(out)}
+    assert code == 0 and json.loads(printed) == outcome
+    assert "3 succeeded" in err and out.exists()  # every other line went to stderr
+    assert service.net_spent() == 9
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind", "says"),
+    [
+        (["{sheet}"], "Refused", "the following arguments are required: --model"),
+        (["missing.csv", "--model=gpt-image-2"], "Refused", "no such file: missing.csv"),
+        (["{sheet}", "--model=gpt-image-2", "--map=prompt=Subject"], "Refused", "the map goes COLUMN=FIELD"),
+        (
+            ["{sheet}", "--model=gpt-image-2", "--template=prompt=A {Subject}", "--key"],
+            "Refused",
+            "unrecognized",
+        ),
+        (["{sheet}", "--model=gpt-image-9"], "ValidationError", "gpt-image-9"),
+    ],
+)
+def test_json_failures_are_one_document_exit_2(
+    cli: Cli,
+    service: Service,
+    sheet: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    kind: str,
+    says: str,
+) -> None:
+    monkeypatch.chdir(sheet.parent)
+    code, printed, err = cli(*[a.replace("{sheet}", str(sheet)) for a in argv], "--json")
+    document = json.loads(printed)
+    assert code == 2 and document == {
+        "ok": False,
+        "error": {"type": kind, "message": document["error"]["message"], "exit": 2},
+    }
+    assert says in document["error"]["message"] and document["error"]["message"] in err
+    assert service.charges() == {}

@@ -523,7 +523,7 @@ def test_html_escapes_script_and_quotes_and_refuses_javascript_urls() -> None:
     hostile = 'https://x.test/a.png?"><script>alert(1)</script>'
     generation = Generation.from_api(
         {
-            "id": "g-1",
+            "id": "9b2f6c1e-3d4a-4e5f-8a6b-7c8d9e0f1a2b",
             "modelId": "<script>alert('m')</script>",
             "status": "failed",
             "output": {"type": "image", "urls": [hostile, "javascript:alert(2)", " JavaScript:alert(3)"]},
@@ -550,7 +550,13 @@ def test_html_escapes_script_and_quotes_and_refuses_javascript_urls() -> None:
 
 def test_unknown_fields_are_kept_in_extra() -> None:
     generation = Generation.from_api(
-        {"id": "g", "modelId": "m", "status": "processing", "creditsSpent": 1, "queuePosition": 4}
+        {
+            "id": "9b2f6c1e-3d4a-4e5f-8a6b-7c8d9e0f1a2b",
+            "modelId": "m",
+            "status": "processing",
+            "creditsSpent": 1,
+            "queuePosition": 4,
+        }
     )
     assert generation.extra == {"queuePosition": 4} and generation.credits_spent == 1
     model = Model.from_api({"id": "m", "input_schema": {}, "pricing": None, "tags": ["new"]})

@@ -565,3 +565,28 @@ def test_config_sets_the_magics_defaults(nb: Notebook, capsys: pytest.CaptureFix
     nb.ok("%config MediagenMagics.wait = False")
     running = nb.ok("%%generate\na heron, not waited for")
     assert running.status == "processing"
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ("fresh = 'yes'", "MediagenMagics.fresh must be a boolean, not 'yes'; it stays False"),
+        (
+            "raise_on_failure = None",
+            "MediagenMagics.raise_on_failure must be a boolean, not None; it stays True",
+        ),
+        ("preview_width = '200px'", "MediagenMagics.preview_width must be an int, not '200px'; it stays 320"),
+        ("model = 7", "MediagenMagics.model must be a unicode string, not 7; it stays ''"),
+    ],
+)
+def test_config_refuses_a_value_a_setting_cannot_take_with_one_line(
+    nb: Notebook, capsys: pytest.CaptureFixture[str], setting: str, expected: str
+) -> None:
+    magics = nb.shell.magics_manager.registry["MediagenMagics"]
+    before = {name: getattr(magics, name) for name in magics.traits(config=True)}
+    capsys.readouterr()
+    nb.run(f"%config MediagenMagics.{setting}")
+    assert capsys.readouterr().err.strip() == f"UsageError: {expected}"  # as IPython shows its own
+    assert {name: getattr(magics, name) for name in before} == before
+    nb.ok("%config MediagenMagics.fresh = True")  # a good value still applies
+    assert magics.fresh is True

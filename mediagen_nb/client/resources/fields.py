@@ -7,6 +7,7 @@ view trips on it; unknown extra fields are kept in ``extra``.
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from mediagen_nb.client.checks import ID_KINDS, is_id
 from mediagen_nb.client.errors import ServiceResponseError, mask
 from mediagen_nb.protocol import wire
 
@@ -158,6 +159,21 @@ _NOT_TEXT = {
     wire.OPTIONS_FLOWS: ARRAY,
     wire.OPTIONS_DEFAULTS: OBJECT,
 }
+# Each resource's id (its wire name and its kind in checks.ID_KINDS) and the other fields an answer
+# must have. Ids name URLs and files, so one missing or of another shape (a path such as
+# "../../x" or "/abs/x") is a ServiceResponseError naming it, never a resource.
+IDS = {
+    "Generation": ("id", "generation"),
+    "Analysis": ("analysisId", "analysis"),
+    "ReplicationRun": ("id", "run"),
+    "ShortVideoJob": ("jobId", "job"),
+}
+REQUIRED = {
+    "Generation": ("modelId", "status"),
+    "Model": (wire.MODEL_ID,),
+    "Estimate": (wire.ESTIMATE_CREDITS,),
+}
+_ID_SHAPES = {True: "a UUID", False: "an id of letters, digits, - and _"}
 _FREE = frozenset(
     {"styleBible", "soundtrack", "aspect", "shots", "speakers", "characters"}
 )  # types not shown
@@ -173,15 +189,33 @@ def expect(what: str, name: str, value: Any, kind: str) -> None:
         )
 
 
+def _present(what: str, data: Mapping[str, Any]) -> None:
+    """Raise ServiceResponseError unless ``data`` has the id (of its shape) and the fields ``what`` needs."""
+    ident = IDS.get(what)
+    for name in ((ident[0],) if ident else ()) + REQUIRED.get(what, ()):
+        if data.get(name) is None:
+            raise ServiceResponseError(
+                f"the service sent {what} without {name}: is MEDIAGEN_BASE_URL the service's address?",
+                field=name,
+            )
+    if ident is not None and not is_id(data[ident[0]], ident[1]):
+        raise ServiceResponseError(
+            f"the service sent {what}.{ident[0]} = {str(data[ident[0]])[:60]!r}, not "
+            f"{_ID_SHAPES[ID_KINDS[ident[1]]]}: is MEDIAGEN_BASE_URL the service's address?",
+            field=ident[0],
+        )
+
+
 def parse(
     cls: type[R], data: Any, names: Mapping[str, str], kinds: Mapping[str, str] | None = None, **more: Any
 ) -> R:
-    """Build ``cls`` from a wire object: mapped fields by attribute (type-checked; ``kinds`` overrides the
-    kind of a wire name), everything else in ``extra``."""
+    """Build ``cls`` from a wire object: its id and required fields checked, mapped fields by attribute
+    (type-checked; ``kinds`` overrides the kind of a wire name), everything else in ``extra``."""
     if not isinstance(data, Mapping):
         raise ServiceResponseError(
             f"the service sent {str(data)[:60]!r} where {cls.__name__} should be an object"
         )
+    _present(cls.__name__, data)
     for name in names.values():
         if name not in _FREE:
             expect(cls.__name__, name, data.get(name), (kinds or {}).get(name) or _NOT_TEXT.get(name, TEXT))

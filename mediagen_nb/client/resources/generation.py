@@ -21,7 +21,7 @@ from mediagen_nb.client.resources.fields import (
     short,
 )
 from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.schema import length_billed_field, media_kind, url_extension
+from mediagen_nb.protocol.schema import length_billed_field, media_kind
 
 
 @dataclass(frozen=True, repr=False)
@@ -82,14 +82,18 @@ class Generation(Shown):
         return fetch(self._output())
 
     def save(self, path: "str | os.PathLike[str]") -> Path:
-        """Write the main output to ``path`` (the output's extension added when it has none)."""
+        """Write the main output to ``path``; a path without an extension gets the output's media
+        type's (the URL's own only when it is an extension of that type)."""
+        from mediagen_nb.client import files
         from mediagen_nb.client.transport import save
 
         url = self._output()
         target = Path(path)
-        if not target.suffix:
-            target = target.with_suffix(url_extension(url) or ".bin")
-        return save(url, target)
+        if target.suffix:
+            return save(url, target)
+        return save(
+            url, lambda media_type: target.with_suffix(files.extension(self.output_type, url, media_type))
+        )
 
     @property
     def done(self) -> bool:
@@ -157,18 +161,21 @@ class Model(Shown):
         pricing = None
         if isinstance(raw, Mapping):
             expect("Model.pricing", "varies_by", raw.get("varies_by"), ARRAY)
+            for name in raw.get("varies_by") or ():
+                expect("Model.pricing", "varies_by[]", name, TEXT)
             rest = {k: v for k, v in raw.items() if k not in ("type", "varies_by")}
             pricing = Pricing(raw.get("type"), tuple(raw.get("varies_by") or ()), rest)
         return replace(model, pricing=pricing, input_schema=model.input_schema or {})
 
     @property
     def properties(self) -> Mapping[str, Any]:
-        properties: Mapping[str, Any] = self.input_schema.get("properties", {})
-        return properties
+        properties = self.input_schema.get("properties")
+        return properties if isinstance(properties, Mapping) else {}
 
     @property
     def required(self) -> tuple[str, ...]:
-        return tuple(self.input_schema.get("required", ()))
+        required = self.input_schema.get("required")
+        return tuple(n for n in required if isinstance(n, str)) if isinstance(required, list) else ()
 
     @property
     def varies_by(self) -> tuple[str, ...]:
@@ -194,12 +201,13 @@ class Model(Shown):
         ]
         if self.pricing:
             facts.append(("varies by", ", ".join(self.varies_by)))
+        described = {n: p for n, p in self.properties.items() if isinstance(p, Mapping)}  # not `true`
         rows = "".join(
-            f"<tr><td><code>{escape(name)}</code>{' *' if name in self.required else ''}</td>"
+            f"<tr><td><code>{escape(str(name))}</code>{' *' if name in self.required else ''}</td>"
             f"<td>{escape(str(prop.get('type', '')))}</td>"
             f"<td>{escape(short(prop.get('enum', prop.get('default', '')), 40))}</td>"
             f"<td>{escape(str(prop.get('description', '')))}</td></tr>"
-            for name, prop in self.properties.items()
+            for name, prop in described.items()
         )
         preview = html.media(self.preview_url, "image", width=240)
         body = (

@@ -9,8 +9,10 @@ from mediagen_nb.client import html
 from mediagen_nb.client.resources.fields import (
     ANALYSIS_FIELDS,
     BLUEPRINT_FIELDS,
+    OBJECT,
     RUN_FIELDS,
     Shown,
+    expect,
     parse,
     short,
 )
@@ -38,6 +40,8 @@ class Blueprint(Shown):
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "Blueprint":
         blueprint = parse(cls, data, BLUEPRINT_FIELDS)
+        for clip in blueprint.clips or ():
+            expect("Blueprint", "clips[]", clip, OBJECT)
         return replace(blueprint, clips=tuple(blueprint.clips or ()))
 
     @property
@@ -158,7 +162,7 @@ class ReplicationRun(Shown):
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any]) -> "ReplicationRun":
-        if "runId" in data and "id" not in data:
+        if isinstance(data, Mapping) and "runId" in data and "id" not in data:
             data = {"id": data["runId"], **{k: v for k, v in data.items() if k != "runId"}}
         return parse(cls, data, RUN_FIELDS)
 
