@@ -143,7 +143,8 @@ class SweepHandle:
 
     @property
     def progress(self) -> dict[str, int]:
-        """Rows total, done, failed, running, reused from earlier runs, and credits (spent now, reused)."""
+        """Rows total, done, failed, running, reused from earlier runs or started by another process
+        (``elsewhere``), unanswered (``uncertain``, ``possibly`` charged), and credits by whose they are."""
         p = self._sweep.progress
         snapshot = asdict(p)
         snapshot.pop("listeners", None)
@@ -217,7 +218,8 @@ class SweepHandle:
         state = "finished" if self.done() else "running"
         return (
             f"<SweepHandle {state}: {p.done}/{p.total} done, {p.failed} failed, "
-            f"{p.spent} credits spent now, {p.reused} rows reused>"
+            f"{p.spent} credits spent now, {p.reused} rows reused"
+            + (f", {p.elsewhere} started by another process>" if p.elsewhere else ">")
         )
 
     def _repr_html_(self) -> str:
@@ -232,11 +234,17 @@ def summary_line(p: Progress) -> str:
     money = f"{p.spent} credits spent now"
     if p.reused:
         money += f", {p.reused} rows reused at no charge ({p.reused_credits} credits earlier)"
+    if p.elsewhere:
+        money += (
+            f", {p.elsewhere} rows started by another process running this sweep "
+            f"({p.elsewhere_credits} credits, counted there)"
+        )
     if p.retried:
         money += f", {p.retried} failed rows retried ({p.retried_credits} credits)"
     if p.uncertain:
+        unknown = f" and {p.unpriced} at a price that could not be learnt" if p.unpriced else ""
         money += (
-            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits; "
+            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits{unknown}; "
             "a re-run resumes them at no cost)"
         )
     return f"mediagen_nb: {p.total} rows: {', '.join(parts)}; {money}"

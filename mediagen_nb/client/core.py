@@ -57,6 +57,19 @@ class Paid:
     price: int | None  # what it will (or may) cost; None when unknown
     ask: str | None = None
     variation: int = 1
+    replaces: str | None = None  # the id of an earlier start of this key that the service no longer knows
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A sent start's share of the money: its budget hold, and whether the start is this process's.
+
+    ``ours`` is False when the ledger already held the start (an earlier run's, or another process's
+    in flight): its charge is theirs, so neither this process's budget nor its figures count it.
+    """
+
+    budget: int | None
+    ours: bool = True
 
 
 @dataclass(frozen=True)
@@ -245,18 +258,19 @@ class Core:
         key = idempotency.derive(kind, idempotency.SINGLE, model_id, input, occurrence=variation)
         return Found(key, asked, variation, None if again else latest)
 
-    def paid(self, start: Paid, call: Call, book: ledgers.Ledger) -> Op[tuple[Any, int | None]]:
-        """Hold the price, write the intent, send; returns the answer's data and the budget hold.
+    def paid(self, start: Paid, call: Call, book: ledgers.Ledger) -> Op[tuple[Any, Hold]]:
+        """Hold the price, write the intent, send; returns the answer's data and the start's hold.
 
         A refused start drops its intent and hold (nothing was charged). A start that got no answer
         after every retry keeps both and raises :class:`StartUncertain`: it may have been charged,
-        and sending it again with its key resumes it at no cost.
+        and sending it again with its key resumes it at no cost. A start the ledger already held is
+        sent too (the answer is the same generation) but its intent is left to whoever wrote it.
         """
         hold = None
         if self.budget.limit is not None:
             hold = self.budget.hold(start.price if start.price is not None else 0, start.what)
         try:
-            yield Record(
+            ours: bool = yield Record(
                 partial(
                     book.intent,
                     start.key,
@@ -269,6 +283,7 @@ class Core:
                     variation=start.variation,
                     credits=start.price or 0,
                     credits_known=False,
+                    replaces=start.replaces,
                 )
             )
         except ledgers.LedgerError:
@@ -279,9 +294,11 @@ class Core:
         except (errors.ConnectionFailed, errors.ServerError, errors.ServiceResponseError) as exc:
             if isinstance(exc, errors.ConnectionFailed) and not exc.sent:  # never left this machine
                 self.budget.release(hold)
-                yield Record(partial(book.refused, start.key, self.where))
+                if ours:
+                    yield Record(partial(book.refused, start.key, self.where))
                 raise
-            yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
+            if ours:
+                yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
             cost = f"up to {start.price} credits" if start.price is not None else "its price"
             raise errors.StartUncertain(
                 f"{start.what}: no answer to the start ({exc.message}); the service may have started it "
@@ -291,15 +308,18 @@ class Core:
             ) from None
         except errors.MediagenError:
             self.budget.release(hold)
-            yield Record(partial(book.refused, start.key, self.where))
+            if ours:
+                yield Record(partial(book.refused, start.key, self.where))
             raise
         # Anything else (a Ctrl-C, a cancelled task) leaves the intent and the hold: it may have started.
-        return data, hold
+        if not ours:
+            self.budget.release(hold)
+        return data, Hold(hold if ours else None, ours)
 
     def answered(
         self,
         start: Paid,
-        hold: int | None,
+        hold: Hold,
         book: ledgers.Ledger,
         resource_id: str,
         status: str,
@@ -308,8 +328,9 @@ class Core:
         credits_known: bool = True,
         resource: Mapping[str, Any] | None = None,
     ) -> Op[None]:
-        """The start's answer: its id and charge, into the budget and the ledger."""
-        self.budget.charge(hold, f"{self.where.instance}/{resource_id}", credits)
+        """The start's answer: its id and charge, into the budget (when the start is ours) and the ledger."""
+        if hold.ours:
+            self.budget.charge(hold.budget, f"{self.where.instance}/{resource_id}", credits)
         self._booked[resource_id] = book
         self._started.setdefault(resource_id, time.monotonic())
         while len(self._started) > 10_000:

@@ -212,6 +212,15 @@ class Ledger:
 
         return self._attempt(go)
 
+    def _changed(self, sql: str, args: Iterable[Any] = ()) -> int:
+        """Run a write; the number of rows it changed."""
+
+        def go() -> int:
+            with self._lock:
+                return self._db.execute(sql, tuple(args)).rowcount
+
+        return self._attempt(go)
+
     # -- writes --------------------------------------------------------------------------------------
 
     def intent(
@@ -227,12 +236,19 @@ class Ledger:
         variation: int = 1,
         credits: int = 0,
         credits_known: bool = True,
-    ) -> None:
-        """Write a start before it is sent. A row already there (a re-run) keeps its id and status."""
+        replaces: str | None = None,
+    ) -> bool:
+        """Write a start before it is sent; True when this call wrote it (the start is this process's).
+
+        A row already there (an earlier run's, or another process's start in flight) keeps its id and
+        status, and the start is theirs: False. Deciding it is one atomic write, so two processes
+        sending the same start never both claim it. ``replaces``: the row's resource id, which the
+        service no longer knows (a restarted sandbox): the row is written anew, as this start's.
+        """
         now = time.time()
-        self._run(
+        written = self._changed(
             f"INSERT INTO starts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '[]', "
-            "NULL, NULL, NULL, ?, ?) ON CONFLICT(key, instance) DO UPDATE SET updated_at=excluded.updated_at",
+            "NULL, NULL, NULL, ?, ?) ON CONFLICT(key, instance) DO NOTHING",
             (
                 key,
                 where.instance,
@@ -251,6 +267,16 @@ class Ledger:
                 now,
             ),
         )
+        if not written and replaces is not None:
+            written = self._changed(
+                "UPDATE starts SET resource_id=NULL, status=?, credits=?, credits_known=?, urls='[]', "
+                "error=NULL, elapsed_s=NULL, resource=NULL, started_at=?, updated_at=? "
+                "WHERE key=? AND instance=? AND resource_id=?",
+                (STARTING, credits, int(credits_known), now, now, key, where.instance, replaces),
+            )
+        if not written:
+            self._run("UPDATE starts SET updated_at=? WHERE key=? AND instance=?", (now, key, where.instance))
+        return written > 0
 
     def started(
         self,
