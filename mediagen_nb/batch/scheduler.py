@@ -406,10 +406,11 @@ class Sweep:
             if not self._stop_reason:
                 self._restarts.append(asyncio.create_task(self._start(row)))
             return
-        except MediagenError as exc:
+        except Exception as exc:  # whatever broke the reads, the row says so with its charge
             shown = self.outcomes[row.position]
-            message = f"reading failed: {exc}; it was charged {shown.credits} credits and a re-run resumes it"
-            self._show(row, replace(shown, status="error", error=message))
+            cause = exc if isinstance(exc, MediagenError) else f"{type(exc).__name__}: {exc}"
+            note = f"reading failed: {cause}; it was charged {shown.credits} credits and a re-run resumes it"
+            self._show(row, replace(shown, status="error", error=note))
             return
         except asyncio.CancelledError:
             return  # the row keeps its "processing" outcome, with its charge; a re-run resumes it
