@@ -22,6 +22,7 @@ from mediagen_nb.batch.plan import Row
 from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
 
 _END = None  # what a consumer's queue receives when the sweep is over
+MAX_LABELS = 30  # row labels named in a line, at most
 
 
 @dataclass(frozen=True)
@@ -211,6 +212,8 @@ class SweepHandle:
                 self._bar.close()
             self._frame = self._finish(outcomes)
             print(summary_line(self._sweep.progress))
+            if self._sweep.stopped:
+                print(stop_line(self._sweep, self._result_of))
         return self._frame
 
     def __repr__(self) -> str:
@@ -248,6 +251,22 @@ def summary_line(p: Progress) -> str:
             "a re-run resumes them at no cost)"
         )
     return f"mediagen_nb: {p.total} rows: {', '.join(parts)}; {money}"
+
+
+def stop_line(sweep: Sweep, result_of: Callable[[Row, Outcome], RowResult]) -> str:
+    """Why a sweep stopped starting rows, which rows were charged (and for how much), and what is left."""
+    charged = [result_of(row, sweep.outcomes[row.position]) for row in sweep.rows]
+    charged = [r for r in charged if r.generation_id is not None and r.credits]
+    left = sum(1 for outcome in sweep.outcomes.values() if outcome.status == "skipped")
+    labels = ", ".join(str(r.label) for r in charged[:MAX_LABELS]) + (
+        ", ..." if len(charged) > MAX_LABELS else ""
+    )
+    which = f": rows {labels}" if charged else ""
+    return (
+        f"mediagen_nb: stopped starting rows ({sweep.stopped}); {len(charged)} rows were charged "
+        f"({sum(r.credits for r in charged)} credits{which}); {left} rows were not started: once fixed, "
+        "run the same sweep again to start them (the charged ones are reused at no cost)"
+    )
 
 
 def progress_bar(progress: Progress, total: int, enabled: bool, where: str) -> Any:

@@ -189,6 +189,7 @@ class Sweep:
         self._known: dict[str, ledgers.Entry] = {}  # the ledger's entries of the rows when the run began
         self.progress = Progress(total=len(rows))
         self._stop_reason: str | None = None
+        self.stopped: str | None = None  # why the sweep stopped starting rows by itself (money, ledger ...)
         self._committed = 0  # credits charged or about to be, for max_credits
         self._runtimes: dict[str, list[float]] = defaultdict(list)
         self._cancelled = False
@@ -204,7 +205,8 @@ class Sweep:
             task.cancel()
 
     def _stop_starting(self, reason: str) -> None:
-        """Start no more rows (money or the budget ran out); rows already started are still read."""
+        """Start no more rows (money, the budget or the ledger failed); rows started are still read."""
+        self.stopped = self.stopped or reason.removeprefix("not started: ")
         self._stop_reason = self._stop_reason or reason
 
     def _show(self, row: Row, outcome: Outcome) -> None:

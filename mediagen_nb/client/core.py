@@ -328,25 +328,38 @@ class Core:
         credits_known: bool = True,
         resource: Mapping[str, Any] | None = None,
     ) -> Op[None]:
-        """The start's answer: its id and charge, into the budget (when the start is ours) and the ledger."""
+        """The start's answer: its id and charge, into the budget (when the start is ours) and the ledger.
+
+        It was charged whatever the ledger does now: a failing write is said once and the answer is
+        returned (the intent, written before sending, lets a re-run find it by its key at no charge).
+        """
         if hold.ours:
             self.budget.charge(hold.budget, f"{self.where.instance}/{resource_id}", credits)
         self._booked[resource_id] = book
         self._started.setdefault(resource_id, time.monotonic())
         while len(self._started) > 10_000:
             self._started.popitem(last=False)
-        yield Record(
-            partial(
-                book.started,
-                start.key,
-                self.where,
-                resource_id,
-                status,
-                credits,
-                credits_known=credits_known,
-                resource=resource,
+        try:
+            yield Record(
+                partial(
+                    book.started,
+                    start.key,
+                    self.where,
+                    resource_id,
+                    status,
+                    credits,
+                    credits_known=credits_known,
+                    resource=resource,
+                )
             )
-        )
+        except ledgers.LedgerError as exc:
+            self._ledger_failed(exc, "a re-run finds what was started by its Idempotency-Key, at no charge")
+
+    def _ledger_failed(self, exc: ledgers.LedgerError, consequence: str) -> None:
+        """A ledger write after an answer failed: said once; the answer is still returned."""
+        if not self._ledger_warned:
+            self._ledger_warned = True
+            ledgers.warn(f"{exc}; results are still returned, and {consequence}")
 
     def observed(
         self,
@@ -383,9 +396,7 @@ class Core:
                 )
             )
         except ledgers.LedgerError as exc:
-            if not self._ledger_warned:
-                self._ledger_warned = True
-                ledgers.warn(f"{exc}; results are still returned, but re-runs cannot find them")
+            self._ledger_failed(exc, "a re-run reads them again from the service")
 
     def elapsed(self, resource_id: str) -> float | None:
         started = self._started.get(resource_id)

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +21,7 @@ import pandas as pd
 import pytest
 
 import mediagen_nb
+from mediagen_nb.client import Ledger
 from mediagen_nb.client.config import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
 
 if TYPE_CHECKING:
@@ -162,3 +166,109 @@ def test_two_processes_on_one_sweep_each_claim_only_their_own_starts(
         if p["elsewhere"]:
             assert f"{p['elsewhere']} rows started by another process running this sweep" in summary(out)
     assert sum(p["elsewhere"] for p in progress) > 0, "the two sweeps never overlapped: nothing was tested"
+
+
+def test_a_ledger_locked_mid_sweep_stops_starting_and_names_the_rows_charged(
+    make_service: ServiceFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process takes the ledger's write lock after 20 rows and keeps it: the sweep waits for
+    it with one message, then stops starting rows; every row the sandbox charged shows its charge
+    (none is an ``error`` at 0), the line after the summary names them and their credits, and the
+    re-run, once the lock is gone, starts the rest and pays for nothing twice."""
+    service = make_service(time_scale=60.0)  # 60 starts a real second: 120 rows take about 2 s
+    path, df = tmp_path / "ledger.sqlite", frame(120).assign(quality="low")  # 3 credits a row
+    Ledger(path).close()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+    def lock() -> None:
+        deadline = time.monotonic() + 60
+        while len(service.charges()) < 20 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        holder.execute("BEGIN EXCLUSIVE")  # as another process's long write would hold it
+
+    locker = threading.Thread(target=lock, daemon=True)
+    locker.start()
+    try:
+        out = df.mediagen.run(
+            MODEL, client=service.client, ledger=Ledger(path, lock_wait=2.0), progress=False
+        )
+    finally:
+        locker.join(60)
+        charged = service.net_spent()
+        holder.execute("ROLLBACK")
+        holder.close()
+    printed = capsys.readouterr()
+    assert printed.err.count("waiting for the ledger") == 1
+    counts = out["status"].value_counts().to_dict()
+    assert counts.get("skipped", 0) > 0 and counts.get("succeeded", 0) >= 20, counts
+    assert int(out["credits"].sum()) == charged
+    started = set(service.charges())
+    assert set(out.loc[out["credits"] > 0, "generation_id"]) == started
+    refused = out[out["status"] == "error"]
+    assert refused["generation_id"].isna().all() and (refused["credits"] == 0).all()
+    assert refused["error"].str.contains("is locked").all()
+    assert out.loc[out["status"] == "skipped", "error"].str.contains("is locked").all()
+    stop = next(line for line in printed.out.splitlines() if "stopped starting rows" in line)
+    rows = out.index[out["credits"] > 0].tolist()
+    assert f"{len(rows)} rows were charged ({charged} credits: rows {', '.join(map(str, rows[:30]))}" in stop
+    assert f"{counts['skipped']} rows were not started" in stop
+
+    again = df.mediagen.run(MODEL, client=service.client, ledger=path, progress=False)
+    assert (again["status"] == "succeeded").all()
+    assert service.net_spent() == 3 * 120 and max(service.charges().values()) == 1
+    kept = out[out["credits"] > 0]
+    assert again.loc[kept.index, "generation_id"].tolist() == kept["generation_id"].tolist()
+
+
+FULL_DISK_CHILD = textwrap.dedent(
+    """
+    import os, sys
+    import pandas as pd
+    import mediagen_nb  # registers df.mediagen
+    from mediagen_nb.client import Ledger
+
+    folder, room = sys.argv[1], int(sys.argv[2])
+    ledger = os.path.join(folder, "ledger.sqlite")
+    Ledger(ledger).close()
+    with open(os.path.join(folder, "filler"), "wb", buffering=0) as filler:  # the disk fills up
+        try:
+            while True:
+                filler.write(b"x" * 4096)
+        except OSError:
+            pass
+    os.truncate(os.path.join(folder, "filler"), os.path.getsize(os.path.join(folder, "filler")) - room)
+    df = pd.DataFrame({"prompt": [f"a quiet street, take {i}" for i in range(100)]})
+    out = df.mediagen.run("flare-1-swift", ledger=ledger, progress=False)
+    print("SHOWN", int(out["credits"].sum()))
+    print("STATUSES", out["status"].value_counts().to_dict())
+    """
+)
+
+
+@pytest.mark.timeout(120)
+def test_a_full_disk_says_the_disk_is_full(service: Service, tmp_path: Path) -> None:
+    """The ledger's disk fills up mid-sweep (a 2 MB tmpfs in a mount namespace of the child's own,
+    nothing mounted for anyone else): the error says the disk is full, not that the ledger is
+    unreadable, the sweep stops starting rows, and every row charged shows its charge."""
+    unshare = shutil.which("unshare")
+    if unshare is None or subprocess.run([unshare, "-rm", "true"], capture_output=True).returncode:
+        pytest.skip("no unprivileged mount namespace here (unshare -rm) to mount a small tmpfs in")
+    folder, script = tmp_path / "small-disk", tmp_path / "sweep.py"
+    folder.mkdir()
+    script.write_text(FULL_DISK_CHILD)
+    mount = 'mount -t tmpfs -o size=2m tmpfs "$1" && exec "$2" "$3" "$1" 655360'  # 640 KB left for the ledger
+    child = subprocess.run(
+        [unshare, "-rm", "sh", "-c", mount, "sh", str(folder), sys.executable, str(script)],
+        env={**child_env(service), ENV_TIME_SCALE: "600"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert child.returncode == 0, child.stdout[-2000:] + child.stderr[-2000:]
+    said = child.stdout + child.stderr
+    assert "the disk is full" in said and "move it aside" not in said
+    statuses = parsed(child.stdout, "STATUSES")
+    assert statuses.get("skipped", 0) > 0 and statuses.get("succeeded", 0) > 0, statuses
+    assert parsed(child.stdout, "SHOWN") == service.net_spent()
+    assert "stopped starting rows (ledger" in child.stdout
