@@ -7,11 +7,13 @@ queue per consumer, so a consumer that is slow, or an ``on_row`` callback that i
 """
 
 import asyncio
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from html import escape
 from queue import Empty, Queue
@@ -68,10 +70,12 @@ class SweepHandle:
         self._consumers: list[Queue[RowResult | None]] = []
         self._future: Future[dict[int, Outcome]] | None = None
         sweep.row_listeners.append(self._ended_row)
+        self._on_row: threading.Thread | None = None  # result() waits for it: every callback has run
         if on_row is not None:
-            threading.Thread(
+            self._on_row = threading.Thread(
                 target=self._call_on_row, args=(on_row,), name="mediagen-on-row", daemon=True
-            ).start()
+            )
+            self._on_row.start()
 
     def start(self, future: "Future[dict[int, Outcome]]") -> None:
         """Follow the sweep's future (consumers hear the end of the sweep from it)."""
@@ -108,17 +112,24 @@ class SweepHandle:
     def as_completed(self, timeout: float | None = None) -> Iterator[RowResult]:
         """Each row as it ends (rows already ended first), until the sweep is over.
 
-        ``timeout`` (seconds) bounds the wait for the next row; past it, TimeoutError.
+        ``timeout`` (seconds) bounds the wait for the next row; past it, TimeoutError. A Ctrl-C
+        while iterating (waiting for a row, or in the loop's body) stops starting rows, as in
+        ``result()``; leaving the loop otherwise (``break``, an error) lets the sweep go on.
         """
         queue = self._subscribe()
-        while True:
+        with _ctrl_c_noted() as pressed:
             try:
-                result = queue.get(timeout=timeout)
-            except Empty:
-                raise TimeoutError(f"no row ended within {timeout} s: {self.progress}") from None
-            if result is _END:
-                return
-            yield result
+                while True:
+                    try:
+                        result = queue.get(timeout=timeout)
+                    except Empty:
+                        raise TimeoutError(f"no row ended within {timeout} s: {self.progress}") from None
+                    if result is _END:
+                        return
+                    yield result
+            finally:
+                if pressed.is_set() and not self.done():
+                    self._interrupt()
 
     async def __aiter__(self) -> AsyncIterator[RowResult]:
         """``async for row in handle``: the same rows, without blocking the caller's event loop."""
@@ -200,14 +211,11 @@ class SweepHandle:
             try:
                 outcomes = self._future.result(timeout)
             except KeyboardInterrupt:
-                self.cancel("interrupted (Ctrl-C)")
-                outcomes = self._future.result()
-                print(
-                    "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
-                    "the ledger is up to date: run the same cell again to resume without paying twice"
-                )
+                outcomes = self._interrupt()
             except FutureTimeout:
                 raise TimeoutError(f"the sweep is still running: {self.progress}") from None
+            if self._on_row is not None:
+                self._on_row.join()  # its last callbacks run before the result is handed back
             if self._bar is not None:
                 self._bar.close()
             self._frame = self._finish(outcomes)
@@ -215,6 +223,17 @@ class SweepHandle:
             if self._sweep.stopped:
                 print(stop_line(self._sweep, self._result_of))
         return self._frame
+
+    def _interrupt(self) -> dict[int, Outcome]:
+        """Ctrl-C: stop starting rows and wait for the starts already sent, so each shows its charge."""
+        assert self._future is not None
+        self.cancel("interrupted (Ctrl-C)")
+        outcomes = self._future.result()
+        print(
+            "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
+            "the ledger is up to date: run the same cell again to resume without paying twice"
+        )
+        return outcomes
 
     def __repr__(self) -> str:
         p = self._sweep.progress
@@ -227,6 +246,31 @@ class SweepHandle:
 
     def _repr_html_(self) -> str:
         return escape(repr(self))
+
+
+@contextmanager
+def _ctrl_c_noted() -> Iterator[threading.Event]:
+    """Set while a Ctrl-C came (in the main thread, where Python delivers it; it is raised as before).
+
+    A loop over ``as_completed()`` left by a KeyboardInterrupt and one left by ``break`` look alike to
+    the generator; this tells them apart.
+    """
+    pressed = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield pressed  # no Python handler to wrap (another thread, or Ctrl-C ignored)
+        return
+
+    def noted(signum: int, frame: Any) -> Any:
+        pressed.set()
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield pressed
+    finally:
+        if signal.getsignal(signal.SIGINT) is noted:  # not if someone has set another since
+            signal.signal(signal.SIGINT, previous)
 
 
 def summary_line(p: Progress) -> str:
