@@ -1,4 +1,5 @@
-"""Figures that stay true when things break: dropped answers, and two processes on one sweep.
+"""Figures that stay true when things break: dropped answers, two processes on one sweep, a locked
+ledger, a full disk.
 
 Every figure is checked against the sandbox's own ledger (``/_sandbox/ledger``), served on 127.0.0.1.
 """
@@ -71,6 +72,7 @@ def test_dropped_answers_are_counted_as_possibly_charged_at_their_price(
     charged_ids = set(service.charges()) - set(service.refunds())
     shown_zero = set(out.loc[out["credits"] == 0, "generation_id"].dropna())
     assert not (shown_zero & charged_ids), "a charged generation is shown at 0"
+    assert out.loc[out["credits"] == 0, "error"].notna().all(), "a row shown at 0 without a note"
     line = summary(capsys.readouterr().out)
     if len(uncertain):
         assert (
@@ -94,13 +96,14 @@ ROWS = 150
 TIME_SCALE = 120.0
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     import pandas as pd
     import mediagen_nb  # registers df.mediagen
 
-    ledger, rows, go = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    ledger, rows, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     df = pd.DataFrame({"prompt": [f"a harbour at dawn, take {i}" for i in range(rows)]})
-    while time.time() < go:
+    print("READY", flush=True)
+    while not os.path.exists(go):  # both start their sweeps at once
         time.sleep(0.001)
     handle = df.mediagen.submit("flare-1-swift", ledger=ledger, run_name="shared", progress=False)
     out = handle.result()
@@ -117,7 +120,7 @@ def child_env(service: Service) -> dict[str, str]:
         {
             ENV_BASE_URL: service.base_url,
             ENV_KEY: service.sandbox.demo_key,
-            ENV_TIME_SCALE: f"{TIME_SCALE:g}",
+            ENV_TIME_SCALE: f"{service.sandbox.config.time_scale:g}",
             "PYTHONPATH": os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p),
         }
     )
@@ -139,7 +142,7 @@ def test_two_processes_on_one_sweep_each_claim_only_their_own_starts(
     service = make_service(time_scale=TIME_SCALE)
     ledger, script = tmp_path / "ledger.sqlite", tmp_path / "sweep.py"
     script.write_text(CHILD)
-    go = time.time() + 3.0  # both are importing by then: they start their sweeps together
+    go = tmp_path / "go"
     children = [
         subprocess.Popen(
             [sys.executable, str(script), str(ledger), str(ROWS), str(go)],
@@ -151,6 +154,11 @@ def test_two_processes_on_one_sweep_each_claim_only_their_own_starts(
         )
         for _ in range(2)
     ]
+    for child in children:  # wait until both have imported everything
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.startswith("READY"), line + child.stdout.read()[-3000:]
+    go.touch()
     outs = []
     for child in children:
         out, _ = child.communicate(timeout=150)
@@ -259,7 +267,7 @@ def test_a_full_disk_says_the_disk_is_full(service: Service, tmp_path: Path) -> 
     mount = 'mount -t tmpfs -o size=2m tmpfs "$1" && exec "$2" "$3" "$1" 655360'  # 640 KB left for the ledger
     child = subprocess.run(
         [unshare, "-rm", "sh", "-c", mount, "sh", str(folder), sys.executable, str(script)],
-        env={**child_env(service), ENV_TIME_SCALE: "600"},
+        env=child_env(service),
         cwd=tmp_path,
         capture_output=True,
         text=True,
