@@ -288,7 +288,8 @@ class Failover:
             return
         self._warned = True
         detail = " ".join(str(exc).split())[:160]
-        instead = "this process alone" if self.fallback.where == ":memory:" else f"{self.fallback.where}"
+        alone = self.fallback.where == ":memory:"
+        instead = "this process alone" if alone else f"this machine's limits ({self.fallback.where})"
         warnings.warn(
             f"mediagen_nb: lost the shared limits at {self.where} ({type(exc).__name__}: {detail}); "
             f"pacing on {instead} until they work again",
