@@ -7,11 +7,13 @@ queue per consumer, so a consumer that is slow, or an ``on_row`` callback that i
 """
 
 import asyncio
+import signal
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from html import escape
 from queue import Empty, Queue
@@ -22,6 +24,7 @@ from mediagen_nb.batch.plan import Row
 from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
 
 _END = None  # what a consumer's queue receives when the sweep is over
+MAX_LABELS = 30  # row labels named in a line, at most
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,12 @@ class SweepHandle:
         self._consumers: list[Queue[RowResult | None]] = []
         self._future: Future[dict[int, Outcome]] | None = None
         sweep.row_listeners.append(self._ended_row)
+        self._on_row: threading.Thread | None = None  # result() waits for it: every callback has run
         if on_row is not None:
-            threading.Thread(
+            self._on_row = threading.Thread(
                 target=self._call_on_row, args=(on_row,), name="mediagen-on-row", daemon=True
-            ).start()
+            )
+            self._on_row.start()
 
     def start(self, future: "Future[dict[int, Outcome]]") -> None:
         """Follow the sweep's future (consumers hear the end of the sweep from it)."""
@@ -107,17 +112,24 @@ class SweepHandle:
     def as_completed(self, timeout: float | None = None) -> Iterator[RowResult]:
         """Each row as it ends (rows already ended first), until the sweep is over.
 
-        ``timeout`` (seconds) bounds the wait for the next row; past it, TimeoutError.
+        ``timeout`` (seconds) bounds the wait for the next row; past it, TimeoutError. A Ctrl-C
+        while iterating (waiting for a row, or in the loop's body) stops starting rows, as in
+        ``result()``; leaving the loop otherwise (``break``, an error) lets the sweep go on.
         """
         queue = self._subscribe()
-        while True:
+        with _ctrl_c_noted() as pressed:
             try:
-                result = queue.get(timeout=timeout)
-            except Empty:
-                raise TimeoutError(f"no row ended within {timeout} s: {self.progress}") from None
-            if result is _END:
-                return
-            yield result
+                while True:
+                    try:
+                        result = queue.get(timeout=timeout)
+                    except Empty:
+                        raise TimeoutError(f"no row ended within {timeout} s: {self.progress}") from None
+                    if result is _END:
+                        return
+                    yield result
+            finally:
+                if pressed.is_set() and not self.done():
+                    self._interrupt()
 
     async def __aiter__(self) -> AsyncIterator[RowResult]:
         """``async for row in handle``: the same rows, without blocking the caller's event loop."""
@@ -143,7 +155,8 @@ class SweepHandle:
 
     @property
     def progress(self) -> dict[str, int]:
-        """Rows total, done, failed, running, reused from earlier runs, and credits (spent now, reused)."""
+        """Rows total, done, failed, running, reused from earlier runs or started by another process
+        (``elsewhere``), unanswered (``uncertain``, ``possibly`` charged), and credits by whose they are."""
         p = self._sweep.progress
         snapshot = asdict(p)
         snapshot.pop("listeners", None)
@@ -198,30 +211,66 @@ class SweepHandle:
             try:
                 outcomes = self._future.result(timeout)
             except KeyboardInterrupt:
-                self.cancel("interrupted (Ctrl-C)")
-                outcomes = self._future.result()
-                print(
-                    "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
-                    "the ledger is up to date: run the same cell again to resume without paying twice"
-                )
+                outcomes = self._interrupt()
             except FutureTimeout:
                 raise TimeoutError(f"the sweep is still running: {self.progress}") from None
+            if self._on_row is not None:
+                self._on_row.join()  # its last callbacks run before the result is handed back
             if self._bar is not None:
                 self._bar.close()
             self._frame = self._finish(outcomes)
             print(summary_line(self._sweep.progress))
+            if self._sweep.stopped:
+                print(stop_line(self._sweep, self._result_of))
         return self._frame
+
+    def _interrupt(self) -> dict[int, Outcome]:
+        """Ctrl-C: stop starting rows and wait for the starts already sent, so each shows its charge."""
+        assert self._future is not None
+        self.cancel("interrupted (Ctrl-C)")
+        outcomes = self._future.result()
+        print(
+            "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
+            "the ledger is up to date: run the same cell again to resume without paying twice"
+        )
+        return outcomes
 
     def __repr__(self) -> str:
         p = self._sweep.progress
         state = "finished" if self.done() else "running"
         return (
             f"<SweepHandle {state}: {p.done}/{p.total} done, {p.failed} failed, "
-            f"{p.spent} credits spent now, {p.reused} rows reused>"
+            f"{p.spent} credits spent now, {p.reused} rows reused"
+            + (f", {p.elsewhere} started by another process>" if p.elsewhere else ">")
         )
 
     def _repr_html_(self) -> str:
         return escape(repr(self))
+
+
+@contextmanager
+def _ctrl_c_noted() -> Iterator[threading.Event]:
+    """Set while a Ctrl-C came (in the main thread, where Python delivers it; it is raised as before).
+
+    A loop over ``as_completed()`` left by a KeyboardInterrupt and one left by ``break`` look alike to
+    the generator; this tells them apart.
+    """
+    pressed = threading.Event()
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield pressed  # no Python handler to wrap (another thread, or Ctrl-C ignored)
+        return
+
+    def noted(signum: int, frame: Any) -> Any:
+        pressed.set()
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, noted)
+    try:
+        yield pressed
+    finally:
+        if signal.getsignal(signal.SIGINT) is noted:  # not if someone has set another since
+            signal.signal(signal.SIGINT, previous)
 
 
 def summary_line(p: Progress) -> str:
@@ -232,14 +281,36 @@ def summary_line(p: Progress) -> str:
     money = f"{p.spent} credits spent now"
     if p.reused:
         money += f", {p.reused} rows reused at no charge ({p.reused_credits} credits earlier)"
+    if p.elsewhere:
+        money += (
+            f", {p.elsewhere} rows started by another process running this sweep "
+            f"({p.elsewhere_credits} credits, counted there)"
+        )
     if p.retried:
         money += f", {p.retried} failed rows retried ({p.retried_credits} credits)"
     if p.uncertain:
+        unknown = f" and {p.unpriced} at a price that could not be learnt" if p.unpriced else ""
         money += (
-            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits; "
+            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits{unknown}; "
             "a re-run resumes them at no cost)"
         )
     return f"mediagen_nb: {p.total} rows: {', '.join(parts)}; {money}"
+
+
+def stop_line(sweep: Sweep, result_of: Callable[[Row, Outcome], RowResult]) -> str:
+    """Why a sweep stopped starting rows, which rows were charged (and for how much), and what is left."""
+    charged = [result_of(row, sweep.outcomes[row.position]) for row in sweep.rows]
+    charged = [r for r in charged if r.generation_id is not None and r.credits]
+    left = sum(1 for outcome in sweep.outcomes.values() if outcome.status == "skipped")
+    labels = ", ".join(str(r.label) for r in charged[:MAX_LABELS]) + (
+        ", ..." if len(charged) > MAX_LABELS else ""
+    )
+    which = f": rows {labels}" if charged else ""
+    return (
+        f"mediagen_nb: stopped starting rows ({sweep.stopped}); {len(charged)} rows were charged "
+        f"({sum(r.credits for r in charged)} credits{which}); {left} rows were not started: once fixed, "
+        "run the same sweep again to start them (the charged ones are reused at no cost)"
+    )
 
 
 def progress_bar(progress: Progress, total: int, enabled: bool, where: str) -> Any:

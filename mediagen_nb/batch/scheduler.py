@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mediagen_nb.batch.estimates import combination
 from mediagen_nb.batch.plan import Row
 from mediagen_nb.client import (
     AsyncClient,
@@ -54,6 +55,8 @@ MAX_ATTEMPTS = 20  # retries of one row by retry_failed, over every run
 STARTS_IN_FLIGHT = 8  # start requests awaiting their answer at once (hides latency; the limiter paces)
 UNCERTAIN = "uncertain"  # a row whose start got no answer: it may have been charged; a re-run resumes it
 ROW_DONE = frozenset({states.SUCCEEDED, states.FAILED, "invalid", "error", UNCERTAIN, "skipped"})
+# Whose start a row's generation is: this run's, an earlier run's, or another process's in flight.
+NOW, EARLIER, ELSEWHERE = "now", "earlier", "elsewhere"
 
 
 @dataclass
@@ -66,11 +69,16 @@ class Outcome:
     credits: int = 0
     error: str | None = None
     elapsed_s: float | None = None
-    reused: bool = False  # finished or started by an earlier run: nothing charged by this one
-    possibly: int = 0  # an uncertain start: what it may have cost
+    origin: str = NOW  # NOW: charged by this run; EARLIER or ELSEWHERE: by another, nothing by this one
+    possibly: int | None = 0  # an uncertain start: what it may have cost (None: its price is unknown)
+
+    @property
+    def reused(self) -> bool:
+        """Started by an earlier run or another process: nothing charged by this one."""
+        return self.origin != NOW
 
     @classmethod
-    def of(cls, generation: Generation, *, reused: bool = False) -> "Outcome":
+    def of(cls, generation: Generation, *, origin: str = NOW) -> "Outcome":
         """A read generation; a failed one cost nothing (its ``creditsSpent`` was refunded)."""
         credits = 0 if generation.status == states.FAILED else generation.credits_spent
         return cls(
@@ -80,14 +88,14 @@ class Outcome:
             credits,
             generation.error,
             generation.elapsed_s,
-            reused,
+            origin,
         )
 
     @classmethod
     def from_entry(cls, entry: ledgers.Entry) -> "Outcome":
         credits = 0 if entry.status == states.FAILED else entry.credits
         return cls(
-            entry.status, entry.resource_id, entry.urls, credits, entry.error, entry.elapsed_s, reused=True
+            entry.status, entry.resource_id, entry.urls, credits, entry.error, entry.elapsed_s, EARLIER
         )
 
 
@@ -96,7 +104,9 @@ class Progress:
     """Counts a progress bar or a handle shows, kept equal to the rows' outcomes.
 
     ``spent`` is what this run's starts were charged; ``reused`` rows were finished or started by
-    an earlier run and cost this one nothing; ``possibly`` is what uncertain starts may have cost.
+    an earlier run, and ``elsewhere`` rows by another process running the same sweep: they cost this
+    run nothing. ``possibly`` is what uncertain starts may have cost (``unpriced`` of them at a price
+    that could not be learnt).
     """
 
     total: int = 0
@@ -106,16 +116,19 @@ class Progress:
     spent: int = 0
     reused: int = 0
     reused_credits: int = 0
+    elsewhere: int = 0
+    elsewhere_credits: int = 0
     uncertain: int = 0
     possibly: int = 0
+    unpriced: int = 0
     retried: int = 0  # rows started again by retry_failed (their last attempt had failed)
     retried_credits: int = 0
     listeners: list[Callable[["Progress"], None]] = field(default_factory=list, repr=False)
 
     @property
     def credits(self) -> int:
-        """Credits of every row shown: spent now plus reused."""
-        return self.spent + self.reused_credits
+        """Credits of every row shown: spent now plus reused (from earlier runs or other processes)."""
+        return self.spent + self.reused_credits + self.elsewhere_credits
 
     def count(self, outcome: Outcome | None, sign: int) -> None:
         """Add (``sign`` 1) or take away (-1) one row's outcome."""
@@ -129,8 +142,14 @@ class Progress:
             self.failed += sign
         if outcome.status == UNCERTAIN:
             self.uncertain += sign
-            self.possibly += sign * outcome.possibly
-        if outcome.reused:
+            if outcome.possibly is None:
+                self.unpriced += sign
+            else:
+                self.possibly += sign * outcome.possibly
+        if outcome.origin == ELSEWHERE:
+            self.elsewhere += sign
+            self.elsewhere_credits += sign * outcome.credits
+        elif outcome.origin == EARLIER:
             self.reused += sign
             self.reused_credits += sign * outcome.credits
         else:
@@ -160,12 +179,17 @@ class Sweep:
         self.rows = rows
         self.ledger = ledger
         self.prices = prices or {}
+        if model.pricing is None:  # a listed price: every row's, known without a request
+            self.prices = {row.position: model.credits or 0 for row in rows if row.input is not None}
+        self._charged: dict[str, int] = {}  # what answered starts cost, by price combination
         self.retry_failed = retry_failed
         self._retried: set[int] = set()  # positions started again because their last attempt failed
         self.max_credits = max_credits
         self.outcomes: dict[int, Outcome] = {}
+        self._known: dict[str, ledgers.Entry] = {}  # the ledger's entries of the rows when the run began
         self.progress = Progress(total=len(rows))
         self._stop_reason: str | None = None
+        self.stopped: str | None = None  # why the sweep stopped starting rows by itself (money, ledger ...)
         self._committed = 0  # credits charged or about to be, for max_credits
         self._runtimes: dict[str, list[float]] = defaultdict(list)
         self._cancelled = False
@@ -181,7 +205,8 @@ class Sweep:
             task.cancel()
 
     def _stop_starting(self, reason: str) -> None:
-        """Start no more rows (money or the budget ran out); rows already started are still read."""
+        """Start no more rows (money, the budget or the ledger failed); rows started are still read."""
+        self.stopped = self.stopped or reason.removeprefix("not started: ")
         self._stop_reason = self._stop_reason or reason
 
     def _show(self, row: Row, outcome: Outcome) -> None:
@@ -208,6 +233,7 @@ class Sweep:
         known = await asyncio.to_thread(self.ledger.entries, keys, where)
         if self.retry_failed:
             valid = await self._next_attempts(valid, known)
+        self._known = known
         pending: list[Row] = []
         for row in valid:
             entry = known.get(row.key or "")
@@ -216,7 +242,8 @@ class Sweep:
                 self._show(row, Outcome.from_entry(entry))
             elif entry is not None and entry.resource_id and entry.model_id == self.model.id:
                 self._committed += entry.credits
-                self._show(row, Outcome("processing", entry.resource_id, credits=entry.credits, reused=True))
+                running = Outcome("processing", entry.resource_id, credits=entry.credits, origin=EARLIER)
+                self._show(row, running)
                 self._watch_soon(row, entry.resource_id, resumed=True)
             else:
                 pending.append(row)
@@ -303,7 +330,10 @@ class Sweep:
             self._show(row, Outcome("error", error=str(exc)))
             return
         except StartUncertain as exc:
-            self._show(row, Outcome(UNCERTAIN, error=exc.message, possibly=exc.credits or 0))
+            possibly = exc.credits if exc.credits is not None else await self._price_of(row)
+            priced = exc.credits is None and possibly is not None
+            note = f"{exc.message} (its price: {possibly} credits)" if priced else exc.message
+            self._show(row, Outcome(UNCERTAIN, error=note, possibly=possibly))
             return
         except MediagenError as exc:
             self._committed -= price or 0
@@ -314,19 +344,35 @@ class Sweep:
             self._show(row, Outcome("error", error=str(exc)))
             return
         self._committed += generation.credits_spent - (price or 0)
+        if generation.status != states.FAILED:
+            self._charged[combination(self.model, row)] = generation.credits_spent
+        origin = self._origin(row) if generation.reused else NOW
         if generation.done:
-            self._finish(row, generation, time.monotonic(), generation.reused)
+            self._finish(row, generation, time.monotonic(), origin)
             return
-        running = Outcome(
-            "processing", generation.id, credits=generation.credits_spent, reused=generation.reused
-        )
-        self._show(row, running)
-        self._watch_soon(row, generation.id, reused=generation.reused)
+        self._show(row, Outcome("processing", generation.id, credits=generation.credits_spent, origin=origin))
+        self._watch_soon(row, generation.id, origin=origin)
 
-    def _watch_soon(
-        self, row: Row, generation_id: str, *, resumed: bool = False, reused: bool = False
-    ) -> None:
-        task = asyncio.create_task(self._watch(row, generation_id, time.monotonic(), resumed, reused))
+    def _origin(self, row: Row) -> str:
+        """Whose start a row's earlier generation is: a start an earlier run left unanswered is that
+        run's; any other start the ledger held (in flight when this run began, or written since) is
+        another process's."""
+        entry = self._known.get(row.key or "")
+        return EARLIER if entry is not None and entry.sent_unanswered and entry.error else ELSEWHERE
+
+    async def _price_of(self, row: Row) -> int | None:
+        """What an unanswered start may have cost: what a start of the same price class was charged,
+        else the service's estimate; None when neither can be learnt."""
+        seen = self._charged.get(combination(self.model, row))
+        if seen is not None:
+            return seen
+        try:
+            return (await self.client.estimate(self.model.id, row.input or {}, validate=False)).credits
+        except MediagenError:
+            return None
+
+    def _watch_soon(self, row: Row, generation_id: str, *, resumed: bool = False, origin: str = NOW) -> None:
+        task = asyncio.create_task(self._watch(row, generation_id, time.monotonic(), resumed, origin))
         self._watchers.append(task)
 
     def _first_read_delay(self) -> float:
@@ -337,7 +383,7 @@ class Sweep:
         delay = statistics.median(seen) - limits.WAIT_MAX_SECONDS / 2
         return max(0.0, self.client.settings.limits.real(delay))
 
-    async def _watch(self, row: Row, generation_id: str, started: float, resumed: bool, reused: bool) -> None:
+    async def _watch(self, row: Row, generation_id: str, started: float, resumed: bool, origin: str) -> None:
         """Hold one long-poll at a time on the generation until it ends.
 
         A resumed row whose generation this account does not know (another account, a restarted
@@ -362,10 +408,11 @@ class Sweep:
             if not self._stop_reason:
                 self._restarts.append(asyncio.create_task(self._start(row)))
             return
-        except MediagenError as exc:
+        except Exception as exc:  # whatever broke the reads, the row says so with its charge
             shown = self.outcomes[row.position]
-            message = f"reading failed: {exc}; it was charged {shown.credits} credits and a re-run resumes it"
-            self._show(row, replace(shown, status="error", error=message))
+            cause = exc if isinstance(exc, MediagenError) else f"{type(exc).__name__}: {exc}"
+            note = f"reading failed: {cause}; it was charged {shown.credits} credits and a re-run resumes it"
+            self._show(row, replace(shown, status="error", error=note))
             return
         except asyncio.CancelledError:
             return  # the row keeps its "processing" outcome, with its charge; a re-run resumes it
@@ -381,16 +428,16 @@ class Sweep:
                 error=generation.error,
                 resource=wire_of(generation),
             )
-        self._finish(row, generation, started, reused or resumed)
+        self._finish(row, generation, started, EARLIER if resumed else origin)
 
-    def _finish(self, row: Row, generation: Generation, started: float, reused: bool) -> None:
+    def _finish(self, row: Row, generation: Generation, started: float, origin: str) -> None:
         elapsed = time.monotonic() - started
         generation = replace(generation, elapsed_s=generation.elapsed_s or round(elapsed, 3))
         if generation.status == states.SUCCEEDED:
             self._runtimes[self.model.id].append(elapsed * self.client.settings.limits.time_scale)
         else:
             self._committed -= generation.credits_spent  # failed runs are refunded
-        self._show(row, Outcome.of(generation, reused=reused))
+        self._show(row, Outcome.of(generation, origin=origin))
 
 
 def _failed(entry: ledgers.Entry | None) -> bool:

@@ -58,6 +58,19 @@ class Paid:
     price: int | None  # what it will (or may) cost; None when unknown
     ask: str | None = None
     variation: int = 1
+    replaces: str | None = None  # the id of an earlier start of this key that the service no longer knows
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A sent start's share of the money: its budget hold, and whether the start is this process's.
+
+    ``ours`` is False when the ledger already held the start (an earlier run's, or another process's
+    in flight): its charge is theirs, so neither this process's budget nor its figures count it.
+    """
+
+    budget: int | None
+    ours: bool = True
 
 
 @dataclass(frozen=True)
@@ -246,20 +259,21 @@ class Core:
 
     def paid(
         self, start: Paid, call: Call, book: ledgers.Ledger, read: Callable[[Any], R]
-    ) -> Op[tuple[R, Any, int | None]]:
+    ) -> Op[tuple[R, Any, Hold]]:
         """Hold the price, write the intent, send; returns the answer read as a resource, its data and
-        the budget hold.
+        the start's hold.
 
         A refused start drops its intent and hold (nothing was charged). A start that got no answer
         after every retry, or an answer ``read`` (the resource's parser) refuses, keeps both and raises
         :class:`StartUncertain`: it may have been charged, and sending it again with its key resumes
-        it at no cost.
+        it at no cost. A start the ledger already held is sent too (the answer is the same generation)
+        but its intent is left to whoever wrote it.
         """
         hold = None
         if self.budget.limit is not None:
             hold = self.budget.hold(start.price if start.price is not None else 0, start.what)
         try:
-            yield Record(
+            ours: bool = yield Record(
                 partial(
                     book.intent,
                     start.key,
@@ -272,6 +286,7 @@ class Core:
                     variation=start.variation,
                     credits=start.price or 0,
                     credits_known=False,
+                    replaces=start.replaces,
                 )
             )
         except ledgers.LedgerError:
@@ -283,9 +298,11 @@ class Core:
         except (errors.ConnectionFailed, errors.ServerError, errors.ServiceResponseError) as exc:
             if isinstance(exc, errors.ConnectionFailed) and not exc.sent:  # never left this machine
                 self.budget.release(hold)
-                yield Record(partial(book.refused, start.key, self.where))
+                if ours:
+                    yield Record(partial(book.refused, start.key, self.where))
                 raise
-            yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
+            if ours:
+                yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
             cost = f"up to {start.price} credits" if start.price is not None else "its price"
             unusable = isinstance(exc, errors.ServiceResponseError)
             raise errors.StartUncertain(
@@ -297,15 +314,18 @@ class Core:
             ) from (exc if unusable else None)
         except errors.MediagenError:
             self.budget.release(hold)
-            yield Record(partial(book.refused, start.key, self.where))
+            if ours:
+                yield Record(partial(book.refused, start.key, self.where))
             raise
         # Anything else (a Ctrl-C, a cancelled task) leaves the intent and the hold: it may have started.
-        return resource, data, hold
+        if not ours:
+            self.budget.release(hold)
+        return resource, data, Hold(hold if ours else None, ours)
 
     def answered(
         self,
         start: Paid,
-        hold: int | None,
+        hold: Hold,
         book: ledgers.Ledger,
         resource_id: str,
         status: str,
@@ -314,24 +334,38 @@ class Core:
         credits_known: bool = True,
         resource: Mapping[str, Any] | None = None,
     ) -> Op[None]:
-        """The start's answer: its id and charge, into the budget and the ledger."""
-        self.budget.charge(hold, f"{self.where.instance}/{resource_id}", credits)
+        """The start's answer: its id and charge, into the budget (when the start is ours) and the ledger.
+
+        It was charged whatever the ledger does now: a failing write is said once and the answer is
+        returned (the intent, written before sending, lets a re-run find it by its key at no charge).
+        """
+        if hold.ours:
+            self.budget.charge(hold.budget, f"{self.where.instance}/{resource_id}", credits)
         self._booked[resource_id] = book
         self._started.setdefault(resource_id, time.monotonic())
         while len(self._started) > 10_000:
             self._started.popitem(last=False)
-        yield Record(
-            partial(
-                book.started,
-                start.key,
-                self.where,
-                resource_id,
-                status,
-                credits,
-                credits_known=credits_known,
-                resource=resource,
+        try:
+            yield Record(
+                partial(
+                    book.started,
+                    start.key,
+                    self.where,
+                    resource_id,
+                    status,
+                    credits,
+                    credits_known=credits_known,
+                    resource=resource,
+                )
             )
-        )
+        except ledgers.LedgerError as exc:
+            self._ledger_failed(exc, "a re-run finds what was started by its Idempotency-Key, at no charge")
+
+    def _ledger_failed(self, exc: ledgers.LedgerError, consequence: str) -> None:
+        """A ledger write after an answer failed: said once; the answer is still returned."""
+        if not self._ledger_warned:
+            self._ledger_warned = True
+            ledgers.warn(f"{exc}; results are still returned, and {consequence}")
 
     def observed(
         self,
@@ -368,9 +402,7 @@ class Core:
                 )
             )
         except ledgers.LedgerError as exc:
-            if not self._ledger_warned:
-                self._ledger_warned = True
-                ledgers.warn(f"{exc}; results are still returned, but re-runs cannot find them")
+            self._ledger_failed(exc, "a re-run reads them again from the service")
 
     def elapsed(self, resource_id: str) -> float | None:
         started = self._started.get(resource_id)

@@ -115,8 +115,17 @@ class Generations(Catalog):
                 return earlier
         if price is None and model is not None and self.budget.limit is not None:
             price = yield from self.price(model, values)
+        stale = found.entry.resource_id if found.entry is not None else None  # _resume found it gone
         start = Paid(
-            ledgers.GENERATION, model_id, found.key, model_id, values, price, found.ask, found.variation
+            ledgers.GENERATION,
+            model_id,
+            found.key,
+            model_id,
+            values,
+            price,
+            found.ask,
+            found.variation,
+            replaces=stale,
         )
         body: dict[str, Any] = {"modelId": model_id, "input": _plain(values)}
         if webhook is not None:
@@ -124,6 +133,7 @@ class Generations(Catalog):
         generation, data, hold = yield from self.paid(
             start, Call("POST", "run", START, body=body, idempotency_key=found.key), book, Generation.from_api
         )
+        generation = replace(generation, reused=not hold.ours)
         yield from self.answered(
             start, hold, book, generation.id, generation.status, generation.credits_spent, resource=data
         )

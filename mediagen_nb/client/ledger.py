@@ -13,6 +13,7 @@ thread (the engine's ``Record`` step); a file that stays locked, is read-only or
 raises one :class:`LedgerError` naming the file and the fix, before anything is charged.
 """
 
+import errno
 import json
 import os
 import sqlite3
@@ -127,6 +128,13 @@ class Entry:
         return cls(*values)
 
 
+def _disk_full(exc: BaseException) -> bool:
+    """SQLite's or the system's "no space left" (a full disk, a quota, a file size limit)."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    return getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc)
+
+
 def default_path() -> Path:
     """``MEDIAGEN_LEDGER``, else ``ledger.sqlite`` in the user's data folder (one per user, every process)."""
     configured = os.environ.get(ENV_LEDGER)
@@ -145,6 +153,9 @@ class Ledger:
         self.path = Path(path).expanduser() if path is not None else default_path()
         self.lock_wait = lock_wait
         self._lock = threading.Lock()
+        self._waiting = False  # another process holds the file: said once, until a call gets through
+        self._stuck = False  # a call waited lock_wait in vain: the next ones try once, until one succeeds
+        self._busy = int(LOCK_NOTICE * 1000)  # SQLite's own wait for a lock, in ms (the connection's)
         self._db = self._attempt(self._open)
 
     def __repr__(self) -> str:
@@ -169,6 +180,11 @@ class Ledger:
 
     def _fail(self, exc: BaseException) -> LedgerError:
         text = str(exc)
+        if _disk_full(exc):
+            return LedgerError(
+                f"ledger {self.path}: the disk is full ({text}): free some space, or point {ENV_LEDGER} "
+                "(or ledger=) at a file on another disk"
+            )
         if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
             fix = "another process holds it: let it finish, or use another file (ledger= or MEDIAGEN_LEDGER)"
             return LedgerError(f"ledger {self.path} is locked: {fix}")
@@ -184,31 +200,58 @@ class Ledger:
             )
         return LedgerError(f"ledger {self.path}: {text}")
 
-    def _attempt(self, fn: Callable[[], T]) -> T:
-        """Run ``fn``, waiting up to LOCK_WAIT for another process's lock and saying so once."""
-        deadline = time.monotonic() + self.lock_wait
-        told = False
+    def _attempt(self, fn: Callable[[], T], *, write: bool = True) -> T:
+        """Run ``fn``, waiting up to ``lock_wait`` for another process's lock, and saying so once.
+
+        Once a call has waited in vain, the next ones try once and fail at once (a sweep stops
+        starting rows without waiting again for every row), until a write gets through (reads
+        go on under another's write lock, so they say nothing of it).
+        """
+        deadline = time.monotonic() + (0.0 if self._stuck else self.lock_wait)
         while True:
             try:
-                return fn()
+                result = fn()
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise self._fail(exc) from None
                 if time.monotonic() >= deadline:
+                    self._stuck = True
                     raise self._fail(exc) from None
-                if not told:
+                if not self._waiting:
+                    self._waiting = True
                     print(
-                        f"mediagen_nb: waiting for the ledger {self.path}: another process is writing it",
+                        f"mediagen_nb: waiting for the ledger {self.path}: another process is writing it "
+                        f"(up to {self.lock_wait:g} s)",
                         file=sys.stderr,
                     )
-                    told = True
             except (sqlite3.Error, OSError) as exc:
                 raise self._fail(exc) from None
+            else:
+                if write:
+                    self._waiting = self._stuck = False
+                return result
 
-    def _run(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
+    def _execute(self, sql: str, args: Iterable[Any]) -> sqlite3.Cursor:
+        """One statement; SQLite itself waits LOCK_NOTICE for a lock, or not at all once stuck."""
+        busy = 0 if self._stuck else int(LOCK_NOTICE * 1000)
+        if busy != self._busy:
+            self._db.execute(f"PRAGMA busy_timeout = {busy}")
+            self._busy = busy
+        return self._db.execute(sql, tuple(args))
+
+    def _run(self, sql: str, args: Iterable[Any] = (), *, write: bool = True) -> list[tuple[Any, ...]]:
         def go() -> list[tuple[Any, ...]]:
             with self._lock:
-                return self._db.execute(sql, tuple(args)).fetchall()
+                return self._execute(sql, args).fetchall()
+
+        return self._attempt(go, write=write)
+
+    def _changed(self, sql: str, args: Iterable[Any] = ()) -> int:
+        """Run a write; the number of rows it changed."""
+
+        def go() -> int:
+            with self._lock:
+                return self._execute(sql, args).rowcount
 
         return self._attempt(go)
 
@@ -227,12 +270,19 @@ class Ledger:
         variation: int = 1,
         credits: int = 0,
         credits_known: bool = True,
-    ) -> None:
-        """Write a start before it is sent. A row already there (a re-run) keeps its id and status."""
+        replaces: str | None = None,
+    ) -> bool:
+        """Write a start before it is sent; True when this call wrote it (the start is this process's).
+
+        A row already there (an earlier run's, or another process's start in flight) keeps its id and
+        status, and the start is theirs: False. Deciding it is one atomic write, so two processes
+        sending the same start never both claim it. ``replaces``: the row's resource id, which the
+        service no longer knows (a restarted sandbox): the row is written anew, as this start's.
+        """
         now = time.time()
-        self._run(
+        written = self._changed(
             f"INSERT INTO starts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '[]', "
-            "NULL, NULL, NULL, ?, ?) ON CONFLICT(key, instance) DO UPDATE SET updated_at=excluded.updated_at",
+            "NULL, NULL, NULL, ?, ?) ON CONFLICT(key, instance) DO NOTHING",
             (
                 key,
                 where.instance,
@@ -251,6 +301,16 @@ class Ledger:
                 now,
             ),
         )
+        if not written and replaces is not None:
+            written = self._changed(
+                "UPDATE starts SET resource_id=NULL, status=?, credits=?, credits_known=?, urls='[]', "
+                "error=NULL, elapsed_s=NULL, resource=NULL, started_at=?, updated_at=? "
+                "WHERE key=? AND instance=? AND resource_id=?",
+                (STARTING, credits, int(credits_known), now, now, key, where.instance, replaces),
+            )
+        if not written:
+            self._run("UPDATE starts SET updated_at=? WHERE key=? AND instance=?", (now, key, where.instance))
+        return written > 0
 
     def started(
         self,
@@ -378,6 +438,7 @@ class Ledger:
                 f"SELECT {COLUMNS} FROM starts WHERE service=? AND key IN ({marks}) "
                 "ORDER BY instance=? , started_at",
                 (where.service, *chunk, where.instance),
+                write=False,
             )
             for row in rows:  # later rows win: this instance's last, then the newest
                 found[row[0]] = Entry.from_row(row)
@@ -389,6 +450,7 @@ class Ledger:
             f"SELECT {COLUMNS} FROM starts WHERE service=? AND ask=? "
             "ORDER BY variation DESC, started_at DESC LIMIT 1",
             (where.service, ask),
+            write=False,
         )
         return Entry.from_row(rows[0]) if rows else None
 
@@ -403,6 +465,7 @@ class Ledger:
             "WHERE service=? AND started_at>=? AND status!=? "
             "GROUP BY model_id, kind, via, status=?, credits_known ORDER BY SUM(credits) DESC",
             (service, since, states.FAILED, STARTING),
+            write=False,
         )
         return [
             {

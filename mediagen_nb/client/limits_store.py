@@ -6,9 +6,13 @@ Three stores behind one ``reserve``/``pause`` interface, chosen by ``MEDIAGEN_LI
 - default: a small SQLite file in the user's cache folder (WAL, one short ``BEGIN IMMEDIATE``
   transaction per reservation), shared by every process of the user on this machine;
 - ``redis://host:6379/0``: one Lua script per reservation, atomic across every process of every
-  machine, on Redis's own clock; a lost connection falls back to this machine's file (one warning)
-  and Redis is tried again a few seconds later, never no limits;
+  machine, on Redis's own clock;
 - ``memory``: this process only (the behaviour before limits were shared).
+
+A shared store that fails (Redis cannot be reached, is out of memory or a read-only replica; the
+file is corrupted or held locked by another process) never fails a request and never lifts the
+limits: :class:`Failover` paces on this machine's file (for Redis) or this process alone (for the
+file) with one warning, and tries the shared store again a few seconds later.
 
 Why not a library: ``limits`` and ``pyrate-limiter`` offer SQLite and Redis buckets, but both
 answer "may I go now?" (a try-acquire, or a sleep-and-retry loop) over a moving window or a leaky
@@ -34,8 +38,9 @@ from typing import Any, Protocol
 
 ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"
 HORIZON = 1.0  # windows ahead a slot may be booked; further slots are asked for again later
-REDIS_RETRY = 5.0  # seconds on local limits after Redis was lost, before it is tried again
-BUSY_TIMEOUT = 10.0  # seconds SQLite waits for another process's (sub-millisecond) reservation
+RETRY = 5.0  # seconds on the fallback after the shared store failed, before it is tried again
+BUSY_TIMEOUT = 10.0  # seconds SQLite waits for another process to switch a new file to WAL
+RESERVE_WAIT = 2.0  # seconds a reservation waits for another's (sub-millisecond) one: longer is a fault
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,7 @@ class Store(Protocol):
     """Where windows are kept."""
 
     where: str
+    failures: tuple[type[BaseException], ...]  # what it raises when it cannot serve (a Failover's cue)
 
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking: ...
 
@@ -95,6 +101,8 @@ class Store(Protocol):
 
 class SQLiteStore:
     """Windows in one SQLite file, shared by the processes that open it (or ``:memory:``, by one)."""
+
+    failures: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
     def __init__(self, path: str | Path) -> None:
         self.where = str(path)
@@ -124,6 +132,7 @@ class SQLiteStore:
                 "CREATE INDEX IF NOT EXISTS slots_by_scope ON slots (scope, at);"
                 "CREATE TABLE IF NOT EXISTS pauses (scope TEXT PRIMARY KEY, until REAL NOT NULL);"
             )
+            self._db.execute(f"PRAGMA busy_timeout = {int(RESERVE_WAIT * 1000)}")
 
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
         with self._lock:
@@ -227,60 +236,84 @@ return 1
 
 
 class RedisStore:
-    """Windows in Redis, shared by every machine; this machine's file while Redis cannot be reached."""
+    """Windows in Redis, shared by every machine (behind a :class:`Failover` when opened by :func:`store`)."""
 
-    def __init__(self, url: str, fallback: Store) -> None:
+    def __init__(self, url: str) -> None:
         import redis
 
         self.where = _without_password(url)
-        self._errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
+        # Any refusal counts: unreachable, out of memory, a read-only replica, a script error.
+        self.failures: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
         self._redis = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
         self._reserve = self._redis.register_script(_RESERVE)
         self._pause = self._redis.register_script(_PAUSE)
-        self._fallback = fallback
+
+    def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
+        windows = list(dict.fromkeys(w for choice in choices for w in choice))
+        keys = [name for w in windows for name in (f"mediagen:w:{w.scope}", f"mediagen:p:{w.scope}")]
+        args: list[Any] = [margin, len(choices)]
+        for choice in choices:
+            args.append(len(choice))
+            for w in choice:
+                args += [windows.index(w) + 1, w.limit, w.seconds]
+        args.append(HORIZON)
+        index, delay = self._reserve(keys=keys, args=args)
+        booked = int(index)  # Redis's clock is not this machine's: its delay counts from now
+        return Booking(booked if booked >= 0 else None, float(delay), time.time() + float(delay))
+
+    def pause(self, window: Window, seconds: float) -> None:
+        self._pause(keys=[f"mediagen:p:{window.scope}"], args=[seconds])
+
+
+class Failover:
+    """A shared store, and where to pace while it fails: never no limits, never a failed request.
+
+    When ``shared`` raises one of its ``failures``, this process paces on ``fallback`` (one warning
+    per process) and tries ``shared`` again RETRY seconds later. One caller at a time uses ``shared``,
+    so callers queued behind a slow failure see it and go to the fallback at once.
+    """
+
+    def __init__(self, shared: Store, fallback: Store) -> None:
+        self.where = shared.where
+        self.failures: tuple[type[BaseException], ...] = ()  # it never fails: that is its job
+        self.shared = shared
+        self.fallback = fallback
+        self._lock = threading.Lock()
         self._down_until = 0.0
         self._warned = False
 
-    def _up(self) -> bool:
-        return time.monotonic() >= self._down_until
-
     def _lost(self, exc: BaseException) -> None:
-        self._down_until = time.monotonic() + REDIS_RETRY
-        if not self._warned:
-            self._warned = True
-            warnings.warn(
-                f"mediagen_nb: lost the shared limits at {self.where} ({type(exc).__name__}); pacing on "
-                f"this machine's limits ({self._fallback.where}) until it is back",
-                RuntimeWarning,
-                stacklevel=2,
-            )
+        self._down_until = time.monotonic() + RETRY
+        if self._warned:
+            return
+        self._warned = True
+        detail = " ".join(str(exc).split())[:160]
+        alone = self.fallback.where == ":memory:"
+        instead = "this process alone" if alone else f"this machine's limits ({self.fallback.where})"
+        warnings.warn(
+            f"mediagen_nb: lost the shared limits at {self.where} ({type(exc).__name__}: {detail}); "
+            f"pacing on {instead} until they work again",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
-        if self._up():
-            windows = list(dict.fromkeys(w for choice in choices for w in choice))
-            keys = [name for w in windows for name in (f"mediagen:w:{w.scope}", f"mediagen:p:{w.scope}")]
-            args: list[Any] = [margin, len(choices)]
-            for choice in choices:
-                args.append(len(choice))
-                for w in choice:
-                    args += [windows.index(w) + 1, w.limit, w.seconds]
-            args.append(HORIZON)
-            try:
-                index, delay = self._reserve(keys=keys, args=args)
-            except self._errors as exc:
-                self._lost(exc)
-            else:
-                booked = int(index)  # Redis's clock is not this machine's: its delay counts from now
-                return Booking(booked if booked >= 0 else None, float(delay), time.time() + float(delay))
-        return self._fallback.reserve(choices, margin)
+        with self._lock:
+            if time.monotonic() >= self._down_until:
+                try:
+                    return self.shared.reserve(choices, margin)
+                except self.shared.failures as exc:
+                    self._lost(exc)
+        return self.fallback.reserve(choices, margin)
 
     def pause(self, window: Window, seconds: float) -> None:
-        self._fallback.pause(window, seconds)  # also here: a pause must outlive a lost connection
-        if self._up():
-            try:
-                self._pause(keys=[f"mediagen:p:{window.scope}"], args=[seconds])
-            except self._errors as exc:
-                self._lost(exc)
+        self.fallback.pause(window, seconds)  # also here: a pause must outlive a failing store
+        with self._lock:
+            if time.monotonic() >= self._down_until:
+                try:
+                    self.shared.pause(window, seconds)
+                except self.shared.failures as exc:
+                    self._lost(exc)
 
 
 def _without_password(url: str) -> str:
@@ -319,10 +352,10 @@ def _open(url: str) -> Store:
     if url == "memory":
         return SQLiteStore(":memory:")
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisStore(url, store(""))
+        return Failover(RedisStore(url), store(""))
     path = Path(url.removeprefix("sqlite://")).expanduser() if url else default_path()
     try:
-        return SQLiteStore(path)
+        return Failover(SQLiteStore(path), SQLiteStore(":memory:"))
     except (OSError, sqlite3.Error) as exc:
         warnings.warn(
             f"mediagen_nb: cannot keep the shared limits in {path} ({exc}); this process paces alone "

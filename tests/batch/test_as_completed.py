@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import pytest
 
 from mediagen_nb.batch.handle import RowResult, SweepHandle
 
@@ -97,3 +100,51 @@ def test_a_live_preview_fills_in_as_rows_finish(make_service: ServiceFactory, tm
     assert view.value.count("<img ") == 12 and all(url in view.value for url in out["output_url"])
     still = handle.preview()  # not live: the gallery of the frame as it is
     assert still._repr_html_().count("<img ") == 12
+
+
+def test_result_returns_after_every_on_row_callback_has_run(service: Service, tmp_path: Path) -> None:
+    """A slow callback is still working through the rows when the sweep ends: ``result()`` waits for
+    it, so every row has been seen when it returns (before: the callbacks still pending were dropped)."""
+    seen: list[int] = []
+
+    def on_row(row: RowResult) -> None:
+        time.sleep(0.1)
+        seen.append(row.position)
+
+    out = submit(service, frame(10), tmp_path, on_row=on_row).result(timeout=60)
+    assert sorted(seen) == list(range(10)) and (out["status"] == "succeeded").all()
+
+
+@pytest.mark.parametrize("when", ["in the loop's body", "while waiting for a row"])
+def test_ctrl_c_while_iterating_as_completed_stops_starting_rows(
+    make_service: ServiceFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], when: str
+) -> None:
+    """Ctrl-C while iterating ``as_completed()`` stops the sweep as Ctrl-C in ``run()`` does: no start
+    is in flight once the KeyboardInterrupt reaches the caller, nothing is charged afterwards, and
+    the frame shows every charge (before: the sweep went on in the background, 80 rows, 240 credits).
+    ``break`` leaves the sweep running."""
+    service = make_service(time_scale=30.0)  # 30 starts a real second: 200 rows take about 7 s
+    handle = submit(service, frame(200), tmp_path)
+    ended = 0
+    with pytest.raises(KeyboardInterrupt):
+        for _ in handle.as_completed(timeout=60):
+            ended += 1
+            if ended == 10:
+                if when == "in the loop's body":
+                    signal.raise_signal(signal.SIGINT)  # Ctrl-C, while the body runs
+                else:
+                    threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+    assert handle.done(), "the sweep goes on after Ctrl-C"
+    assert "mediagen_nb: interrupted" in capsys.readouterr().out
+    charged = service.net_spent()
+    assert 10 <= charged < 200
+    service.control("sandbox_clock", {"advance": 600})  # time passes for the sandbox: rows in flight end
+    time.sleep(0.5)  # and for the client: a sweep still running would start more rows meanwhile
+    assert service.net_spent() == charged, "a start was charged after the interrupt"
+    out = handle.result()
+    assert int(out["credits"].sum()) == charged and (out["status"] == "skipped").sum() > 0
+
+    other = submit(service, frame(200).assign(prompt=lambda df: df["prompt"] + ", again"), tmp_path)
+    for _ in other.as_completed(timeout=60):
+        break  # leaving the loop is not a Ctrl-C: the sweep goes on to the end
+    assert (other.result(timeout=120)["status"] == "succeeded").all()

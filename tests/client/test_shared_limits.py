@@ -9,9 +9,11 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +24,7 @@ import pandas as pd
 import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
+from mediagen_nb.batch import loop
 from mediagen_nb.client import AsyncClient, Limits, Secret, limits_store, pacing
 from mediagen_nb.client.config import normalize_url
 from mediagen_nb.client.limits_store import SQLiteStore, Window, scope_of
@@ -293,7 +296,9 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
 def test_a_lost_redis_falls_back_to_local_limits_with_one_warning(tmp_path: Path) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     fallback = SQLiteStore(tmp_path / "machine.sqlite")
-    store = limits_store.RedisStore(f"redis://:secret@127.0.0.1:{_free_port()}/0", fallback)
+    store = limits_store.Failover(
+        limits_store.RedisStore(f"redis://:secret@127.0.0.1:{_free_port()}/0"), fallback
+    )
     window = Window(scope_of("key", "http://service", "k"), 2, 1.0)
     with pytest.warns(RuntimeWarning, match="lost the shared limits") as caught:
         bookings = [store.reserve([[window]], margin=0.0) for _ in range(3)]
@@ -344,9 +349,113 @@ def test_the_margin_follows_the_measured_latency() -> None:
 
 
 def test_a_429_pauses_the_key_in_redis_for_every_machine(redis_url: str) -> None:
-    first = limits_store.RedisStore(redis_url, SQLiteStore(":memory:"))
-    second = limits_store.RedisStore(redis_url, SQLiteStore(":memory:"))  # another machine: another file
+    first = limits_store.Failover(limits_store.RedisStore(redis_url), SQLiteStore(":memory:"))
+    second = limits_store.Failover(
+        limits_store.RedisStore(redis_url), SQLiteStore(":memory:")
+    )  # another machine
     window = Window(scope_of("key", "http://service", "k"), 60, 1.0)
     first.pause(window, 0.5)
     booking = second.reserve([[window]], margin=0.0)
     assert booking.at - time.time() + 0.05 > 0.45 and booking.delay > 0.4
+
+
+# -- a shared store that fails mid-sweep ---------------------------------------------------------
+
+SWEEP_ROWS = 120
+
+
+def sweep_while(sandbox: Sandbox, limits_url: str, ledger: Path, damage: Any) -> pd.DataFrame:
+    """A 120-row sweep whose limits live at ``limits_url``; ``damage()`` runs once 20 rows are charged."""
+    done = threading.Event()
+
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not done.is_set():
+            if len(charges(sandbox)) >= 20:
+                damage()
+                return
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    client = AsyncClient(
+        sandbox.demo_key, base_url=sandbox.base_url, limits=Limits(time_scale=SCALE, url=limits_url)
+    )
+    rows = pd.DataFrame({"prompt": [f"a storm at sea, take {i}" for i in range(SWEEP_ROWS)]})
+    try:
+        return rows.mediagen.run(MODEL, client=client, ledger=ledger, progress=False)
+    finally:
+        done.set()
+        watcher.join(10)
+        loop.submit(client.aclose()).result(10)
+
+
+def charges(sandbox: Sandbox) -> list[str]:
+    return [e["resourceId"] for e in control(sandbox, "sandbox_ledger")["entries"] if e["kind"] == "charge"]
+
+
+def assert_every_row_ran(
+    sandbox: Sandbox, out: pd.DataFrame, recwarn: pytest.WarningsRecorder, where: str
+) -> None:
+    """Every row succeeded and is charged once, and the failing store was said once, naming it."""
+    assert out["status"].value_counts().to_dict() == {"succeeded": SWEEP_ROWS}, out["error"].dropna().unique()
+    assert (
+        sorted(charges(sandbox)) == sorted(out["generation_id"]) and int(out["credits"].sum()) == SWEEP_ROWS
+    )
+    said = [str(w.message) for w in recwarn.list if "lost the shared limits" in str(w.message)]
+    assert len(said) == 1 and where in said[0], said
+
+
+@pytest.mark.parametrize("damage", ["corrupted", "write-locked"])
+def test_a_limits_file_that_fails_mid_sweep_paces_this_process_and_fails_no_row(
+    service: Sandbox, tmp_path: Path, recwarn: pytest.WarningsRecorder, damage: str
+) -> None:
+    """The machine's limits file is overwritten with garbage, or another process holds its write lock,
+    after 20 of 120 rows: this process paces alone with one warning and every row runs (before: 84 of
+    120 rows ``error`` with raw sqlite text, paid rows left ``processing``)."""
+    shared = tmp_path / "limits.sqlite"
+    holder = sqlite3.connect(shared, isolation_level=None, check_same_thread=False)
+
+    def spoil() -> None:
+        if damage == "corrupted":
+            for suffix in ("", "-wal", "-shm"):
+                with open(f"{shared}{suffix}", "r+b") as file:
+                    file.write(b"not a limits file" * 4096)
+        else:
+            holder.execute("BEGIN EXCLUSIVE")  # held until the sweep is over
+
+    try:
+        out = sweep_while(service, str(shared), tmp_path / "ledger.sqlite", spoil)
+    finally:
+        holder.close()
+    assert_every_row_ran(service, out, recwarn, str(shared))
+
+
+@pytest.mark.parametrize("refusal", ["out of memory", "read-only replica"])
+def test_a_redis_that_refuses_writes_mid_sweep_is_treated_like_a_lost_one(
+    service: Sandbox,
+    redis_url: str,
+    tmp_path: Path,
+    recwarn: pytest.WarningsRecorder,
+    monkeypatch: pytest.MonkeyPatch,
+    refusal: str,
+) -> None:
+    """Redis runs out of memory (maxmemory 1, noeviction) or turns into a read-only replica after 20
+    of 120 rows: pacing goes on this machine's file with one warning, and every row runs."""
+    import redis
+
+    monkeypatch.setattr(limits_store, "_stores", {})  # this test's stores, its fallback file in tmp_path
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    server = redis.Redis.from_url(redis_url)
+
+    def refuse() -> None:
+        if refusal == "out of memory":
+            server.config_set("maxmemory-policy", "noeviction")
+            server.config_set("maxmemory", 1)
+        else:
+            server.replicaof("127.0.0.1", _free_port())  # a primary that is not there: never synced
+
+    out = sweep_while(service, redis_url, tmp_path / "ledger.sqlite", refuse)
+    assert_every_row_ran(service, out, recwarn, redis_url)
+    kind = "OutOfMemoryError" if refusal == "out of memory" else "ReadOnlyError"
+    assert any(kind in str(w.message) for w in recwarn.list)
