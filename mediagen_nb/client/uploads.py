@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from mediagen_nb.client import errors, media
+from mediagen_nb.client.config import on_this_machine
 
 ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"
 LARGE = 8 * 2**20  # bytes from which an upload shows a progress bar
@@ -147,12 +148,15 @@ def checked_file(field: str, path: Path, kind: str | None = None) -> media.Forma
 
 
 def keep(name: str, data: bytes) -> Path:
-    """Bytes picked in a form, kept as a local file (named by content, keeping the extension)."""
+    """Bytes picked in a form, kept as a local file named by its content: the digest, and the extension of
+    its media format (the picked name's when it fits), so no name from the browser reaches the disk."""
     import platformdirs
 
     folder = Path(platformdirs.user_cache_dir("mediagen_nb")) / "picked"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{hashlib.sha256(data).hexdigest()[:32]}{Path(name).suffix.lower()}"
+    found = media.sniff(data[: media.HEAD])  # the browser's file name is the picker's word, not ours
+    suffix = media.extension(Path(name), found) if found is not None else ""
+    target = folder / f"{hashlib.sha256(data).hexdigest()[:32]}{suffix}"
     if not target.exists():
         target.write_bytes(data)
     return target
@@ -281,16 +285,34 @@ def _to_sandbox(base_url: str, name: str, path: Path, auth: httpx.Auth | None) -
     from mediagen_nb.protocol.paths import path as endpoint
 
     target = base_url.rstrip("/") + endpoint("sandbox_upload", name=name)
-    head = httpx.head(target, timeout=30)  # reading an upload needs no key
-    if head.status_code != 200:
+    try:
+        head = httpx.head(target, timeout=30)  # reading an upload needs no key
+        if head.status_code == 200:
+            return target
         response = httpx.put(target, content=_chunks(path), timeout=httpx.Timeout(30, write=600), auth=auth)
-        if not response.is_success:
-            raise errors.ValidationError(
-                f"the sandbox refused the upload of {path.name}: {response.text[:200]}", sent=False
-            )
-        _count_sent()
-        return str(response.json()["data"]["url"])
-    return target
+    except httpx.HTTPError as exc:
+        raise errors.UploadFailed(
+            f"cannot upload {path.name} to the sandbox at {base_url}: {type(exc).__name__}: {exc}"[:300]
+        ) from None
+    if not response.is_success:
+        refusal = errors.from_response(response.status_code, response.content)
+        raise errors.ValidationError(
+            f"the sandbox refused the upload of {path.name}: {refusal.message}", sent=False
+        )
+    _count_sent()
+    try:
+        url = response.json()["data"]["url"]
+    except (ValueError, KeyError, TypeError):
+        url = None
+    stored = urlsplit(url).path if isinstance(url, str) else ""
+    if not (
+        isinstance(url, str) and on_this_machine(url) and stored.startswith(endpoint("sandbox_uploads") + "/")
+    ):
+        raise errors.ServiceResponseError(
+            f"the sandbox's answer to the upload of {path.name} holds no upload URL of its own (data.url)",
+            field="data.url",
+        )
+    return url
 
 
 def shown(url: str) -> str:

@@ -5,6 +5,8 @@ through a presigned URL the sandbox downloads), once per content, and is billed 
 length: ``zonos2`` charges 0.5 credits per second of its voice sample.
 """
 
+import hashlib
+import io
 import json
 import pickle
 import socket
@@ -16,9 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _hostile as hostile
 import httpx
 import pandas as pd
 import pytest
+from PIL import Image
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.client import AsyncClient, Client, Limits, UploadFailed, ValidationError, errors, uploads
@@ -420,3 +424,63 @@ def test_a_refused_uploads_call_keeps_no_secret_in_its_verbose_traceback() -> No
     shown = VerboseTB().text(type(error), error, ours)
     assert "uploads: give an fsspec URL" in shown and "StorageOptions(key, secret" in shown
     assert secret not in shown and "AKIA-ID" not in shown
+
+
+IMAGE_MODEL = {
+    **hostile.MODEL,
+    "id": "img-edit",
+    "input_schema": {
+        "type": "object",
+        "required": ["image"],
+        "properties": {"image": {"type": "string", "format": "uri", "contentMediaType": "image/png"}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        hostile.data({"name": "x.png"}),  # no url
+        hostile.data({"url": "https://elsewhere.example/_sandbox/uploads/x.png"}),  # not this machine
+        hostile.data({"url": "http://127.0.0.1:1/_sandbox/keys"}),  # not an upload
+        hostile.Answer(201, b"<html>not json</html>", {"Content-Type": "text/html"}),
+    ],
+    ids=["no url", "another host", "another path", "not json"],
+)
+def test_a_sandbox_answering_an_upload_oddly_is_one_typed_error(
+    tmp_path: Path, answer: hostile.Answer
+) -> None:
+    """The URL a sandbox answers for an upload becomes an input: it must be one of its own uploads."""
+    face = tmp_path / "face.png"
+    Image.new("RGB", (8, 8)).save(face)
+    with hostile.serve() as server, Client("pk_live_x", base_url=server.base_url) as client:
+        server.on("GET", "/v3/playground/v1/models", hostile.data({"models": [IMAGE_MODEL]}))
+        server.on("PUT", "/_sandbox/uploads/", answer)
+        with pytest.raises(
+            errors.ServiceResponseError, match=r"holds no upload URL of its own \(data\.url\)"
+        ):
+            client.run("img-edit", image=face)
+        assert server.starts() == 0
+
+
+def test_a_sandbox_that_is_gone_is_one_upload_failed_line(tmp_path: Path) -> None:
+    face = tmp_path / "face.png"
+    Image.new("RGB", (8, 8)).save(face)
+    with hostile.serve() as server:
+        server.on("GET", "/v3/playground/v1/models", hostile.data({"models": [IMAGE_MODEL]}))
+        client = Client("pk_live_x", base_url=server.base_url)
+        client.models()  # the catalog is read while the server is up
+    with client, pytest.raises(UploadFailed, match=r"^cannot upload face\.png to the sandbox at http://127"):
+        client.run("img-edit", image=face)
+
+
+def test_a_picked_file_is_named_by_its_content_never_by_the_browsers_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    png = io.BytesIO()
+    Image.new("RGB", (4, 4)).save(png, format="PNG")
+    kept = uploads.keep("../../x." + "a" * 300, png.getvalue())
+    assert kept.parent == tmp_path / "cache" / "mediagen_nb" / "picked"
+    assert kept.name == hashlib.sha256(png.getvalue()).hexdigest()[:32] + ".png"
+    assert uploads.keep("notes.txt", b"just words").suffix == ""
