@@ -447,13 +447,13 @@ def _decode(call: Call, response: httpx.Response) -> Any:
 
     A body that is not JSON, nests too deeply, or is not an object whose ``data`` is an object (a list
     too, for the model list) is a ServiceResponseError naming what is wrong, at once: a whole answer
-    that is not the spec's does not get better by asking again.
+    that is not the spec's does not get better by asking again. Any API key in it is masked.
     """
     if call.endpoint == "llms_txt":
-        return response.text
+        return errors.mask(response.text)
     what = f"the answer to {call.method} {response.request.url.path}"
-    try:
-        body = json.loads(response.content)
+    try:  # JSON is UTF-8 (RFC 8259); a key a server echoes is masked before anything keeps the answer
+        body = json.loads(errors.mask(response.content.decode("utf-8")))
     except (ValueError, RecursionError) as exc:
         kind = response.headers.get("content-type", "no content type").split(";")[0]
         problem = "nests too deeply" if isinstance(exc, RecursionError) else f"is not JSON ({kind})"

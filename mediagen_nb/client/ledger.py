@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mediagen_nb.client.config import Where
-from mediagen_nb.client.errors import MediagenError
+from mediagen_nb.client.errors import MediagenError, mask
 from mediagen_nb.client.ledger_schema import (  # noqa: F401  (the kinds of start, named here)
     ANALYSIS,
     COLUMNS,
@@ -74,6 +74,12 @@ def warn(message: str) -> None:
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _answer(resource: Any) -> str | None:
+    """A server's answer as the ledger keeps it: JSON, with any API key the server echoed masked."""
+    text = _json(resource)
+    return None if text is None else mask(text)
 
 
 class LedgerError(MediagenError):
@@ -333,7 +339,7 @@ class Ledger:
                 credits,
                 int(credits_known),
                 where.account,
-                _json(resource),
+                _answer(resource),
                 time.time(),
                 key,
                 where.instance,
@@ -365,7 +371,7 @@ class Ledger:
                 json.dumps(list(entry.urls)),
                 entry.error,
                 entry.elapsed_s,
-                _json(entry.resource),
+                _answer(entry.resource),
                 entry.started_at,
                 now,
             ),
@@ -413,7 +419,7 @@ class Ledger:
                 json.dumps(list(urls)) if urls is not None else None,
                 error,
                 elapsed_s,
-                _json(resource),
+                _answer(resource),
                 time.time(),
                 resource_id,
                 where.instance,

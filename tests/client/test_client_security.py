@@ -14,6 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import _hostile as hostile
 import httpx
 import pytest
 from _kit import Kit, open_kit, unused_port
@@ -34,6 +35,7 @@ from mediagen_nb.client import (
     ServerError,
     ValidationError,
 )
+from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import BearerAuth, Settings
 from mediagen_nb.sandbox import Sandbox
 
@@ -367,3 +369,22 @@ def test_a_key_a_server_echoes_is_masked_in_every_message(echoing: str) -> None:
     for error in seen:
         assert "pk_live_***" in str(error)
         assert_hidden(secret, exposures(error))
+
+
+def test_a_key_a_start_answer_echoes_never_reaches_the_ledger_file(own_ledger: Path) -> None:
+    """The ledger keeps each start's answer (a re-run reads it back): any key echoed in it is masked."""
+    secret = "pk_live_" + uuid.uuid4().hex
+
+    def echo(request: hostile.Request) -> hostile.Answer:
+        answer = json.loads(hostile.generation(hostile.GENERATION_ID, status="processing").body)
+        answer["data"]["debug"] = f"seen header: {request.headers['authorization']}"
+        return hostile.Answer(201, json.dumps(answer).encode())
+
+    with hostile.serve() as server, Client(secret, base_url=server.base_url) as client:
+        server.catalog()
+        server.on("POST", "/v3/playground/v1/run", echo)
+        started = client.run("gpt-image-2", prompt="a fox", reuse=True)
+    assert started.extra["debug"] == "seen header: Bearer pk_live_***"
+    ledgers.as_ledger(None).close()
+    written = b"".join(p.read_bytes() for p in own_ledger.parent.iterdir() if p.is_file())
+    assert secret.encode() not in written and b"pk_live_***" in written
