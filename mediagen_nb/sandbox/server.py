@@ -39,7 +39,11 @@ def _quiet_uvicorn_log() -> None:
 
 
 class Sandbox:
-    """One sandbox and its state. ``transport()`` for in-process use, ``start()`` for real HTTP."""
+    """One sandbox and its state. ``transport()`` for in-process use, ``start()`` for real HTTP.
+
+    ``data_dir=`` keeps its state in that folder (it goes on from a state saved there; :meth:`close`
+    lets another sandbox use the folder); without one it lives in memory.
+    """
 
     def __init__(self, config: SandboxConfig | None = None, **options: Any) -> None:
         if config is not None and options:
@@ -105,7 +109,7 @@ class Sandbox:
         return self
 
     def stop(self) -> None:
-        """Stop serving and wait for the thread; safe to call twice."""
+        """Stop serving and wait for the thread (its state saved); safe to call twice."""
         if self._server is None or self._thread is None:
             return
         self._server.should_exit = True
@@ -116,6 +120,12 @@ class Sandbox:
             self._thread.join(START_TIMEOUT)
         self._server = self._thread = None
         self.base_url = None
+        self.world.save(clock=True)
+
+    def close(self) -> None:
+        """Stop serving, save the state and let another sandbox use the data folder."""
+        self.stop()
+        self.world.close()
 
     def wait(self) -> None:
         """Block until the server stops (Ctrl-C raises KeyboardInterrupt here, between short joins)."""
@@ -128,4 +138,4 @@ class Sandbox:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.stop()
+        self.close()
