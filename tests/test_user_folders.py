@@ -52,7 +52,7 @@ def test_a_generate_and_usage_with_home_elsewhere_leave_the_user_folders_untouch
     assert {str(folder): listing(folder) for folder in watched} == before, "the user's folders changed"
     assert (ours / "ledger.sqlite").is_file() and (ours / "sandbox" / "state.sqlite").is_file()
     assert (home / ".cache" / "mediagen_nb" / "limits.sqlite").is_file()
-    usage = json.loads(outputs[1][outputs[1].index("{") :])
+    usage = json.loads(outputs[1])
     assert [(row["model"], row["runs"]) for row in usage["rows"] if row["model"] != "total"] == [
         ("gpt-image-2", 1)
     ]

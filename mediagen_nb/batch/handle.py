@@ -232,6 +232,8 @@ def summary_line(p: Progress) -> str:
     money = f"{p.spent} credits spent now"
     if p.reused:
         money += f", {p.reused} rows reused at no charge ({p.reused_credits} credits earlier)"
+    if p.gone:
+        money += f"; the sandbox that ran {p.gone} earlier rows is gone: they were started again"
     if p.retried:
         money += f", {p.retried} failed rows retried ({p.retried_credits} credits)"
     if p.uncertain:
