@@ -235,3 +235,17 @@ def test_a_kernel_whose_sandbox_died_starts_it_again_and_carries_on() -> None:
     again = kept.find()
     assert again is not None and again.pid != dead.pid and again.base_url == dead.base_url
     assert [c["resourceId"] for c in charges()] == [first.id, second.id]
+
+
+def test_a_generate_after_a_reset_is_started_again_and_says_why(tmp_path: Path) -> None:
+    made = json.loads(
+        mediagen(tmp_path, "generate", "gpt-image-2", "prompt=a heron", "quality=low", "--json").stdout
+    )
+    assert mediagen(tmp_path, "sandbox", "reset").returncode == 0
+    again = mediagen(tmp_path, "generate", "gpt-image-2", "prompt=a heron", "quality=low")
+    assert again.returncode == 0, again.stderr
+    assert "the sandbox that ran earlier starts of these inputs is gone" in again.stdout
+    [result] = [line for line in again.stdout.splitlines() if "gpt-image-2" in line and "credits" in line]
+    new_id = result.split()[0]
+    assert new_id != made["id"] and result.endswith(f"succeeded  {PRICE} credits"), result
+    assert [c["resourceId"] for c in charges()] == [new_id], "the new state's ledger: this start alone"

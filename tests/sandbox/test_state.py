@@ -205,6 +205,7 @@ def test_reset_forgets_all_but_uploads_and_media_and_is_another_instance(tmp_pat
 
 def test_one_folder_serves_one_sandbox_at_a_time(tmp_path: Path) -> None:
     first = Sandbox(data_dir=tmp_path)
+    assert (tmp_path / "state.sqlite").stat().st_mode & 0o077 == 0, "its keys are the user's alone"
     with pytest.raises(StateError, match="another sandbox is using"):
         Sandbox(data_dir=tmp_path)
     first.close()
