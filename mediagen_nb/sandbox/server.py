@@ -20,6 +20,7 @@ from mediagen_nb.sandbox.world import SandboxConfig, World
 
 START_TIMEOUT = 15.0
 STOP_GRACE = 2.0  # real seconds in-flight requests get to finish when the sandbox stops
+WAIT_POLL = 0.2  # real seconds between checks that a served sandbox still runs
 
 
 class _ExpectedErrors(logging.Filter):
@@ -128,9 +129,13 @@ class Sandbox:
         self.world.close()
 
     def wait(self) -> None:
-        """Block until the server stops (Ctrl-C raises KeyboardInterrupt here, between short joins)."""
+        """Block until the server stops (Ctrl-C raises KeyboardInterrupt here, between short sleeps).
+
+        Not ``join()``: on Python 3.11 an exception raised by a signal handler inside ``join()`` marks
+        the thread stopped while it still runs, and ``stop()`` would then not wait for the server.
+        """
         while self._thread is not None and self._thread.is_alive():
-            self._thread.join(0.5)
+            time.sleep(WAIT_POLL)
 
     def __enter__(self) -> "Sandbox":
         return self if self.base_url else self.start()
