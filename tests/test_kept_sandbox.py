@@ -11,6 +11,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -59,6 +60,21 @@ def charges() -> list[dict[str, Any]]:
 def summary(output: str) -> str:
     [line] = [line for line in output.splitlines() if re.match(r"mediagen_nb: \d+ rows:", line)]
     return line
+
+
+def new_process() -> None:
+    """This process forgets the sandbox it found and closes its clients, as a new kernel would start."""
+    from mediagen_nb.batch import loop
+    from mediagen_nb.client import config as client_config
+    from mediagen_nb.client import connection
+
+    made, made_async = connection._client, connection._async
+    connection.use(None)
+    client_config._embedded = None
+    if made is not None:
+        made.close()
+    if made_async is not None:
+        loop.submit(made_async.aclose()).result(10)
 
 
 @pytest.fixture
@@ -196,17 +212,12 @@ def test_an_interrupted_rerun_on_a_new_state_counts_nothing_as_reused(sheet: Pat
     reused or as credits earlier: figures come only from what the current sandbox confirms."""
     import pandas as pd
 
-    import mediagen_nb as mg
-    from mediagen_nb.client import config as client_config
-    from mediagen_nb.client import connection
-
     frame = pd.read_csv(sheet)
     first = frame.mediagen.run("gpt-image-2", quality="low", progress=False)
     assert list(first["status"]) == ["succeeded"] * len(ROWS)
     kept.stop()
     kept.reset()
-    client_config._embedded = None  # a new kernel: it finds (here: starts) the sandbox afresh
-    connection.use(None)
+    new_process()  # a new kernel: it finds (here: starts) the sandbox afresh
 
     handle = frame.mediagen.submit("gpt-image-2", quality="low", progress=False)
     handle.cancel()
@@ -214,7 +225,6 @@ def test_an_interrupted_rerun_on_a_new_state_counts_nothing_as_reused(sheet: Pat
     progress = handle.progress
     assert progress["reused"] == 0 and progress["reused_credits"] == 0
     assert progress["spent"] == PRICE * len(charges()), "what it shows spent is what the sandbox charged"
-    mg.use(None)
 
 
 def test_a_kernel_whose_sandbox_died_starts_it_again_and_carries_on() -> None:
@@ -249,3 +259,37 @@ def test_a_generate_after_a_reset_is_started_again_and_says_why(tmp_path: Path) 
     new_id = result.split()[0]
     assert new_id != made["id"] and result.endswith(f"succeeded  {PRICE} credits"), result
     assert [c["resourceId"] for c in charges()] == [new_id], "the new state's ledger: this start alone"
+
+
+def test_a_taken_port_gives_another_and_the_ledger_still_knows_the_sandbox() -> None:
+    from mediagen_nb.client import Client
+
+    with Client(sandbox=True) as client:
+        first = client.generate("gpt-image-2", prompt="a kite", quality="low", reuse=True)
+    before = kept.stop()
+    assert before is not None
+    port = int(before.base_url.rsplit(":", 1)[1])
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # its old connections may linger
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        new_process()
+        with Client(sandbox=True) as client:
+            assert client.base_url != before.base_url
+            again = client.generate("gpt-image-2", prompt="a kite", quality="low", reuse=True)
+    assert again.reused and again.id == first.id, "the same sandbox to the ledger: its instance, not its port"
+    assert [c["resourceId"] for c in charges()] == [first.id]
+
+
+def test_a_client_paces_itself_to_the_running_sandbox_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mediagen_nb.client import Client
+
+    kept.ensure(600)
+    monkeypatch.setenv("MEDIAGEN_TIME_SCALE", "30")
+    with Client(sandbox=True) as client, Client(sandbox=True) as second:
+        assert client.settings.limits.time_scale == 600 == second.settings.limits.time_scale
+    notices = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mediagen_nb:")]
+    assert len(notices) == 1 and "using the embedded sandbox" in notices[0]
+    assert "time x600, not the x30 asked: it was running (mediagen sandbox stop, to change it)" in notices[0]

@@ -12,6 +12,7 @@ manage it.
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -113,11 +114,27 @@ def ensure(time_scale: float, where: Path | None = None) -> Running:
     where.mkdir(parents=True, exist_ok=True)
     with FileLock(where / START_LOCK, timeout=START_TIMEOUT):
         found = find(where)
-        if found is not None and found.version == __version__:
+        if found is not None and not _older(found.version, __version__):
             return found
-        if found is not None:  # a sandbox of another version of the package: start ours on its state
+        if found is not None:  # started by an older version of the package: ours goes on from its state
             _end(found.pid, where)
         return _spawn(where, time_scale)
+
+
+def _older(version: str, than: str) -> bool:
+    """Whether package version ``version`` is older than ``than`` (their leading numbers compared), so
+    two versions in use at once never take turns restarting it."""
+
+    def numbers(text: str) -> tuple[int, ...]:
+        parts = []
+        for part in text.split("."):
+            digits = "".join(itertools.takewhile(str.isdigit, part))
+            if not digits:
+                break
+            parts.append(int(digits))
+        return tuple(parts)
+
+    return numbers(version) < numbers(than)
 
 
 def _spawn(where: Path, time_scale: float) -> Running:
@@ -249,6 +266,7 @@ def status(where: Path | None = None) -> dict[str, Any]:
         "timeScale": found.time_scale,
         "dataDir": str(where),
         "instance": found.instance,
+        "version": found.version,
         "balance": account["balance"],
         "plan": account["plan"],
         "counts": info["counts"],

@@ -34,26 +34,31 @@ def config(folder: Path, scale: float = SCALE) -> SandboxConfig:
 
 
 class Api:
-    """Sync HTTP to one served sandbox, with the demo key (or another)."""
+    """Sync HTTP to one served sandbox, with the demo key (or another); a connection per request, so
+    none is left open when the sandbox stops."""
 
     def __init__(self, sandbox: Sandbox, key: str | None = None) -> None:
         assert sandbox.base_url is not None
-        self.http = httpx.Client(
-            base_url=sandbox.base_url,
-            headers={"Authorization": f"Bearer {key or sandbox.demo_key}"},
-            timeout=30,
-            trust_env=False,
+        self.base_url = sandbox.base_url
+        self.key = key or sandbox.demo_key
+
+    def request(
+        self, method: str, url: str, headers: dict[str, str] | None = None, **options: Any
+    ) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.key}", **(headers or {})}
+        return httpx.request(
+            method, self.base_url + url, headers=headers, timeout=30, trust_env=False, **options
         )
 
     def data(self, method: str, url: str, **options: Any) -> Any:
-        response = self.http.request(method, url, **options)
+        response = self.request(method, url, **options)
         assert response.is_success, response.text
         return response.json()["data"]
 
     def run(self, body: dict[str, Any], key: str | None = None, **headers: str) -> httpx.Response:
         if key is not None:
             headers["Idempotency-Key"] = key
-        return self.http.post(path("run"), json=body, headers=headers)
+        return self.request("POST", path("run"), json=body, headers=headers)
 
     def settled(self, gen_id: str) -> dict[str, Any]:
         """The generation after its end (the clock is moved past it, then it is read)."""
@@ -198,9 +203,11 @@ def test_reset_forgets_all_but_uploads_and_media_and_is_another_instance(tmp_pat
     with Sandbox(config(tmp_path)) as second:
         api = Api(second)
         assert api.snapshot()["instance"] == reset["instance"], "the reset state is the one kept"
-        assert api.http.get(path("generation", id=gen["id"])).status_code == 404
+        assert api.request("GET", path("generation", id=gen["id"])).status_code == 404
         assert [u["name"] for u in api.data("GET", path("sandbox_uploads"))["uploads"]] == [uploaded["name"]]
-        assert api.http.get(urlsplit(url).path).status_code == 200, "its rendered media are still served"
+        assert api.request("GET", urlsplit(url).path).status_code == 200, (
+            "its rendered media are still served"
+        )
 
 
 def test_one_folder_serves_one_sandbox_at_a_time(tmp_path: Path) -> None:
