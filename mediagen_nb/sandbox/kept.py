@@ -113,12 +113,24 @@ def ensure(time_scale: float, where: Path | None = None) -> Running:
     where = (where or folder()).resolve()
     where.mkdir(parents=True, exist_ok=True)
     with FileLock(where / START_LOCK, timeout=START_TIMEOUT):
-        found = find(where)
+        found = find(where) or _slow(where)
         if found is not None and not _older(found.version, __version__):
             return found
         if found is not None:  # started by an older version of the package: ours goes on from its state
             _end(found.pid, where)
         return _spawn(where, time_scale)
+
+
+def _slow(where: Path) -> Running | None:
+    """A sandbox that holds the folder's state but did not answer in time (a busy machine): waited for,
+    up to START_TIMEOUT, rather than a second one started on its state. None when none holds it."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while not _released(where):
+        found = find(where)
+        if found is not None or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+    return None
 
 
 def _older(version: str, than: str) -> bool:

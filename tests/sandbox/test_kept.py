@@ -157,3 +157,17 @@ def test_a_served_sandbox_with_a_data_dir_goes_on_from_its_state(tmp_path: Path)
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=15)
+
+
+def test_a_folder_held_by_another_sandbox_is_never_served_twice(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandbox serving the folder's state that does not answer as the kept one is waited for, then the
+    start is refused naming the folder: never a second sandbox on the same state."""
+    monkeypatch.setattr(kept, "START_TIMEOUT", 1.0)
+    from mediagen_nb.sandbox import Sandbox
+
+    served = Sandbox(time_scale=SCALE, data_dir=home)  # serving the folder, not as the kept one
+    with served, pytest.raises(kept.KeptSandboxError, match="another sandbox is using"):
+        kept.ensure(SCALE, home)
+    assert kept.ensure(SCALE, home).started, "free again: the kept sandbox starts on its state"
