@@ -11,7 +11,7 @@ from mediagen_nb.commands import COMMANDS, Mistake, Parser, fail
 from mediagen_nb.commands import main as one_shot
 
 APPS = {
-    "sandbox": "serve the emulator of the service",
+    "sandbox": "serve the emulator of the service, or manage the kept one (status, stop, reset)",
     "demo": "the main job: a sweep and the three-step chain, on the embedded sandbox",
     "sweep": "run a spreadsheet of inputs through a model",
 }

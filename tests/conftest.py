@@ -8,12 +8,25 @@ from pathlib import Path
 import httpx
 import pytest
 
+from mediagen_nb.client import config as client_config
 from mediagen_nb.client import connection, limits_store
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client import spending as budgets
-from mediagen_nb.sandbox import Sandbox, SandboxConfig
+from mediagen_nb.sandbox import Sandbox, SandboxConfig, kept
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
+
+# Nothing a test session does touches the user's own folders: HOME, the data folder (the ledger, the kept
+# sandbox) and the cache folder are folders of this session, for this process, its subprocesses and
+# kernels (platformdirs follows XDG_* on Linux). The user's real ones are remembered for the test that
+# checks they stay untouched.
+USER_HOME = Path(os.environ.get("HOME") or Path.home())
+USER_DATA = Path(os.environ.get("XDG_DATA_HOME") or USER_HOME / ".local" / "share")
+USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or USER_HOME / ".cache")
+SESSION_HOME = Path(tempfile.mkdtemp(prefix="mediagen-home-"))
+os.environ["HOME"] = str(SESSION_HOME)
+os.environ["XDG_DATA_HOME"] = str(SESSION_HOME / ".local" / "share")
+os.environ["XDG_CACHE_HOME"] = str(SESSION_HOME / ".cache")
 
 # The limiters' shared windows go to a file of this test session (and its kernels and subprocesses),
 # not the user's cache: a test run never waits on, or for, the user's own work.
@@ -50,6 +63,27 @@ def served() -> Iterator[Sandbox]:
     """A sandbox served by uvicorn on 127.0.0.1 (for tests that need a real socket)."""
     with Sandbox(SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True)) as sandbox:
         yield sandbox
+
+
+@pytest.fixture
+def user_folders() -> tuple[Path, Path]:
+    """The user's real data and cache folders, as they were before this session moved them."""
+    return USER_DATA, USER_CACHE
+
+
+@pytest.fixture(autouse=True)
+def own_kept_sandbox(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """Every test (and the processes it starts) has a data folder of its own, so an embedded sandbox it
+    uses is its own kept sandbox, at the clock it asks for; the sandbox is stopped when the test ends."""
+    data = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.setattr(client_config, "_embedded", None)
+    yield data
+    folder = data / "mediagen_nb" / "sandbox"
+    if (folder / kept.RECORD).is_file():
+        kept.stop(folder)
 
 
 @pytest.fixture(autouse=True)

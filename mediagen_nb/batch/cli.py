@@ -297,7 +297,7 @@ def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:
         print(f"results: {args.out}")
     if args.gallery:
         saved = result if args.download else None
-        if saved is None and _served_here(result):  # gone when this command exits: keep copies
+        if saved is None and _served_here(result):  # a sandbox may be stopped or reset: keep copies
             saved = download(result, args.gallery.parent / f"{args.gallery.stem}_files", progress=False)
         shown = result
         if saved is not None:

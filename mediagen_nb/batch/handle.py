@@ -286,6 +286,8 @@ def summary_line(p: Progress) -> str:
             f", {p.elsewhere} rows started by another process running this sweep "
             f"({p.elsewhere_credits} credits, counted there)"
         )
+    if p.gone:
+        money += f"; the sandbox that ran {p.gone} earlier rows is gone: they were started again"
     if p.retried:
         money += f", {p.retried} failed rows retried ({p.retried_credits} credits)"
     if p.uncertain:

@@ -123,6 +123,7 @@ class Progress:
     unpriced: int = 0
     retried: int = 0  # rows started again by retry_failed (their last attempt had failed)
     retried_credits: int = 0
+    gone: int = 0  # rows whose earlier generation the service does not know (its sandbox is gone): restarted
     listeners: list[Callable[["Progress"], None]] = field(default_factory=list, repr=False)
 
     @property
@@ -228,6 +229,7 @@ class Sweep:
         for row in self.rows:
             if row.input is None:
                 self._show(row, Outcome("invalid", error=row.error))
+        await asyncio.to_thread(self.client.settings.check)  # the embedded sandbox: which state it holds
         where = self.client.settings.where
         keys = [row.key for row in valid if row.key]
         known = await asyncio.to_thread(self.ledger.entries, keys, where)
@@ -241,9 +243,12 @@ class Sweep:
                 self._committed += 0 if entry.status == states.FAILED else entry.credits
                 self._show(row, Outcome.from_entry(entry))
             elif entry is not None and entry.resource_id and entry.model_id == self.model.id:
-                self._committed += entry.credits
-                running = Outcome("processing", entry.resource_id, credits=entry.credits, origin=EARLIER)
-                self._show(row, running)
+                if entry.trusted(where):
+                    self._committed += entry.credits
+                    resumed = Outcome("processing", entry.resource_id, credits=entry.credits, origin=EARLIER)
+                else:  # another instance's start: reused only once this service says it knows it (_watch)
+                    resumed = Outcome("pending", entry.resource_id)
+                self._show(row, resumed)
                 self._watch_soon(row, entry.resource_id, resumed=True)
             else:
                 pending.append(row)
@@ -393,7 +398,7 @@ class Sweep:
             delay = 0.0 if resumed else self._first_read_delay()
             if delay:
                 await asyncio.sleep(delay)
-            generation = await self.client.wait(generation_id)
+            generation = await self.client.wait(generation_id, on_update=self._confirmer(row))
             if resumed and generation.model_id != self.model.id:
                 raise NotFoundError(404, "another generation holds this id")
         except (NotFoundError, BadRequestError) as exc:
@@ -406,6 +411,7 @@ class Sweep:
             self._committed -= self.outcomes[row.position].credits
             self._show(row, Outcome("pending", error=self._stop_reason))
             if not self._stop_reason:
+                self.progress.gone += 1
                 self._restarts.append(asyncio.create_task(self._start(row)))
             return
         except Exception as exc:  # whatever broke the reads, the row says so with its charge
@@ -429,6 +435,19 @@ class Sweep:
                 resource=wire_of(generation),
             )
         self._finish(row, generation, started, EARLIER if resumed else origin)
+
+    def _confirmer(self, row: Row) -> Callable[[Generation], None]:
+        """An ``on_update`` that shows a resumed row as running (reused, with its charge) once the service
+        has answered that it knows the row's generation."""
+
+        def confirm(generation: Generation) -> None:
+            shown = self.outcomes.get(row.position)
+            if shown is not None and shown.status == "pending" and generation.model_id == self.model.id:
+                self._committed += generation.credits_spent
+                credits = generation.credits_spent
+                self._show(row, Outcome("processing", generation.id, credits=credits, origin=EARLIER))
+
+        return confirm
 
     def _finish(self, row: Row, generation: Generation, started: float, origin: str) -> None:
         elapsed = time.monotonic() - started

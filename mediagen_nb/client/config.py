@@ -1,29 +1,35 @@
 """Where the client talks to and with which key: arguments, then the environment, then the sandbox.
 
-With no key and no base URL, the toolkit uses an embedded sandbox (started once per process on a
-free loopback port) and says so once, in one line. The key is held in a :class:`Secret` whose
-``repr`` never shows it, and reaches a request only through :class:`BearerAuth`.
+With no key and no base URL, the toolkit uses the user's kept sandbox (``mediagen_nb.sandbox.kept``):
+one background sandbox per user, found running or started by the first process that needs it, whose
+state (generations, balance, its ledger and clock) outlives every kernel and command. It is said once
+per process, in one line. The key is held in a :class:`Secret` whose ``repr`` never shows it, and
+reaches a request only through :class:`BearerAuth`.
 """
 
-import atexit
 import hashlib
 import math
 import os
 import threading
-from collections.abc import Generator, Sequence
+import time
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.client.errors import ConfigurationError
+from mediagen_nb.client.errors import ConfigurationError, ConnectionFailed
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
+if TYPE_CHECKING:
+    from mediagen_nb.sandbox.kept import Running
+
 ENV_ACCOUNT = "MEDIAGEN_ACCOUNT"  # names the account of the keys, for its shared start limit
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
+CHECK_SECONDS = 2.0  # real seconds between checks that the embedded sandbox runs, and which state it holds
 
 
 class Secret:
@@ -109,8 +115,59 @@ class Where:
     """Which service a start goes to: ``service`` groups usage, ``instance`` is where its ids are valid."""
 
     service: str  # EMBEDDED_SERVICE, or the normalized base URL
-    instance: str  # the normalized base URL
+    instance: str  # the normalized base URL; for the embedded sandbox, ``sandbox:`` + its state's id
     account: str  # the client's account label (``account=``, else the keys' fingerprints)
+
+
+class Embedded:
+    """The user's kept sandbox as this process uses it: its address, demo key, clock and identity.
+
+    Its identity is the instance id of its state (kept across restarts, new after a reset), not its
+    address, so the ledger trusts what it started and nothing a reset or a lost state forgot.
+    """
+
+    def __init__(self, running: "Running") -> None:
+        self.base_url = running.base_url
+        self.demo_key = running.demo_key
+        self.time_scale = running.time_scale
+        self.instance = running.instance
+        self.data_dir = running.data_dir
+        self._checked = time.monotonic()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Embedded sandbox {self.base_url} time x{self.time_scale:g} instance {self.instance}>"
+
+    def check(self, *, now: bool = False) -> None:
+        """Learn which state the sandbox holds (at most every CHECK_SECONDS unless ``now``); start it again
+        from its state if it died. Blocking: call it off the event loop (a Record step)."""
+        with self._lock:
+            if not now and time.monotonic() - self._checked < CHECK_SECONDS:
+                return
+            from mediagen_nb.sandbox import kept
+
+            running = kept.find(self.data_dir) or _start(lambda: kept.ensure(self.time_scale, self.data_dir))
+            self._checked = time.monotonic()
+            self.instance = running.instance
+            if running.base_url != self.base_url:
+                self.base_url = running.base_url
+                raise ConnectionFailed(
+                    f"the embedded sandbox now runs at {running.base_url} (started again on another port): "
+                    "run mediagen_nb.use('sandbox') (%mediagen use sandbox) or restart the kernel",
+                    sent=False,
+                )
+
+
+def _start(ensure: "Callable[[], Running]") -> "Running":
+    """``ensure()`` the kept sandbox; a failure to start it is one ConnectionFailed naming its log."""
+    from filelock import Timeout
+
+    from mediagen_nb.sandbox.kept import KeptSandboxError
+
+    try:
+        return ensure()
+    except (KeptSandboxError, Timeout, OSError) as exc:
+        raise ConnectionFailed(f"cannot start the embedded sandbox: {exc}", sent=False) from None
 
 
 @dataclass(frozen=True)
@@ -121,12 +178,20 @@ class Settings:
     keys: tuple[Secret, ...]
     account: str  # scope of the shared generation-start limiter
     limits: Limits
-    sandbox: bool  # the embedded sandbox of this process
+    sandbox: bool  # the embedded sandbox (the user's kept one)
+    embedded: Embedded | None = None  # that sandbox, when ``sandbox``
 
     @property
     def where(self) -> Where:
         instance = normalize_url(self.base_url)
+        if self.embedded is not None:
+            return Where(EMBEDDED_SERVICE, f"sandbox:{self.embedded.instance}", self.account)
         return Where(EMBEDDED_SERVICE if self.sandbox else instance, instance, self.account)
+
+    def check(self, *, now: bool = False) -> None:
+        """For the embedded sandbox: that it runs, and which state it holds (see :meth:`Embedded.check`)."""
+        if self.embedded is not None:
+            self.embedded.check(now=now)
 
     @property
     def service_name(self) -> str:
@@ -134,23 +199,27 @@ class Settings:
         return "the embedded sandbox" if self.sandbox else (urlsplit(self.base_url).netloc or self.base_url)
 
 
-_embedded: Any = None
+_embedded: Embedded | None = None
 _embedded_lock = threading.Lock()
 
 
-def embedded_sandbox() -> Any:
-    """The process's embedded sandbox, started on first use (served on 127.0.0.1, stopped at exit)."""
+def embedded_sandbox() -> Embedded:
+    """The user's kept sandbox, found running or started on first use, and said once per process."""
     global _embedded
     with _embedded_lock:
         if _embedded is None:
-            from mediagen_nb.sandbox import Sandbox
+            from mediagen_nb.sandbox import kept
 
             scale = _time_scale(os.environ.get(ENV_TIME_SCALE)) or EMBEDDED_TIME_SCALE
-            _embedded = Sandbox(time_scale=scale).start()
-            atexit.register(_embedded.stop)
+            running = _start(lambda: kept.ensure(scale))
+            _embedded = Embedded(running)
+            how = "started" if running.started else "using"
+            clock = f"time x{running.time_scale:g}"
+            if running.time_scale != scale:
+                clock += f", not the x{scale:g} asked: it was running (mediagen sandbox stop, to change it)"
             print(
-                f"mediagen_nb: started the embedded sandbox at {_embedded.base_url} "
-                f"(time x{scale:g}, demo credits, nothing real is charged)"
+                f"mediagen_nb: {how} the embedded sandbox at {running.base_url} ({clock}, demo credits, "
+                f"nothing real is charged; kept in {running.data_dir}, mediagen sandbox stop ends it)"
             )
         return _embedded
 
@@ -184,10 +253,11 @@ def resolve(
         base_url = base_url or os.environ.get(ENV_BASE_URL) or None
     raw_keys = api_key
     sandbox = sandbox or (raw_keys is None and base_url is None)
+    embedded = None
     if sandbox:
         embedded = embedded_sandbox()
         raw_keys, base_url = embedded.demo_key, embedded.base_url
-        limits = limits or Limits(time_scale=embedded.config.time_scale)
+        limits = limits or Limits(time_scale=embedded.time_scale)
     if raw_keys is None:
         raise ConfigurationError(
             f"no API key: pass api_key= or set {ENV_KEY} (the sandbox prints its demo key)"
@@ -207,4 +277,4 @@ def resolve(
     account = (
         account or os.environ.get(ENV_ACCOUNT) or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
     )
-    return Settings(base_url.rstrip("/"), keys, account, limits, sandbox)
+    return Settings(base_url.rstrip("/"), keys, account, limits, sandbox, embedded)

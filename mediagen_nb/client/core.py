@@ -44,6 +44,7 @@ CONNECT_TIMEOUT = 5.0  # real seconds to open a connection: a wrong address fail
 CONNECT_RETRIES = (0.5, 1.0)  # real seconds before each new try of a refused connection (never sent)
 WORK_WAIT = 3 * 3600.0  # service seconds a wait for a replica or a video lasts by default
 SILENT_RETRIES = 1  # a request that got no answer in time is tried once more, then fails
+_told_forgotten = False  # Core.forgotten said its line in this process
 
 
 @dataclass(frozen=True)
@@ -184,6 +185,8 @@ class Core:
                 response: httpx.Response = yield call
             except httpx.ConnectError as exc:  # nothing was sent: safe to try again, briefly
                 if refused < len(CONNECT_RETRIES):
+                    if refused == 0 and self.settings.embedded is not None:
+                        yield Record(partial(self.settings.check, now=True))  # died: start it again
                     yield Pause(CONNECT_RETRIES[refused])
                     refused += 1
                     continue
@@ -243,6 +246,8 @@ class Core:
         ``given`` is used as it is; ``reuse`` derives the key from the ask (``fresh``: the next
         variation); otherwise the start gets a new random key (one call, one start).
         """
+        if self.settings.embedded is not None:  # which state it holds: none other's starts are trusted
+            yield Record(self.settings.check)
         if given is not None:
             key = header_value("idempotency_key", str(given))[: spec_limits.IDEMPOTENCY_KEY_CHARS]
             entry = yield Record(partial(book.lookup, key, self.where))
@@ -407,6 +412,19 @@ class Core:
     def elapsed(self, resource_id: str) -> float | None:
         started = self._started.get(resource_id)
         return None if started is None else round(time.monotonic() - started, 3)
+
+    def forgotten(self, entry: ledgers.Entry) -> None:
+        """An earlier start that the current service does not know: when another instance of it made it
+        (a sandbox reset, or whose state is gone), say once per process that such starts begin again
+        (a sweep counts them in its summary instead)."""
+        global _told_forgotten
+        if entry.instance == self.where.instance or ledgers.current_via() == "sweep" or _told_forgotten:
+            return
+        _told_forgotten = True
+        print(
+            "mediagen_nb: the sandbox that ran earlier starts of these inputs is gone (reset, or its state "
+            "lost); they are started again here, and charged"
+        )
 
     def adopt(self, entry: ledgers.Entry, book: ledgers.Ledger) -> Op[None]:
         """An earlier start that this connection reads fine: record it here, so a re-run trusts it."""

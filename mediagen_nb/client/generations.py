@@ -152,9 +152,11 @@ class Generations(Catalog):
         try:
             current = yield from self.generation(entry.resource_id)
         except (errors.NotFoundError, errors.BadRequestError):
+            self.forgotten(entry)
             return None
         created = entry.resource.get("createdAt") if isinstance(entry.resource, Mapping) else None
         if current.model_id != entry.model_id or (created and current.created_at != created):
+            self.forgotten(entry)
             return None  # another generation under the same id (a restarted sandbox): never attach to it
         yield from self.adopt(entry, book)
         return replace(current, reused=True)

@@ -11,11 +11,29 @@ requests), all mounted by the one route table, ``routes.py``. Where to change:
 * a ``/_sandbox/`` control: ``control.py`` (uploads: ``uploads.py``), a fault: ``faults.py``.
 
 It imports nothing from the client; the rules it shares with the client live in ``mediagen_nb.protocol``.
+The names below load on first use, so a client that only finds the user's kept sandbox (``kept.py``)
+does not load the server.
 """
 
-from mediagen_nb.sandbox.accounts import DEMO_KEY
-from mediagen_nb.sandbox.app import create_app
-from mediagen_nb.sandbox.server import Sandbox
-from mediagen_nb.sandbox.world import SandboxConfig
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mediagen_nb.sandbox.accounts import DEMO_KEY
+    from mediagen_nb.sandbox.app import create_app
+    from mediagen_nb.sandbox.server import Sandbox
+    from mediagen_nb.sandbox.world import SandboxConfig
 
 __all__ = ["DEMO_KEY", "Sandbox", "SandboxConfig", "create_app"]
+_HOMES = {
+    "DEMO_KEY": "mediagen_nb.sandbox.accounts",
+    "create_app": "mediagen_nb.sandbox.app",
+    "Sandbox": "mediagen_nb.sandbox.server",
+    "SandboxConfig": "mediagen_nb.sandbox.world",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'mediagen_nb.sandbox' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

@@ -1,8 +1,11 @@
-"""``python -m mediagen_nb.sandbox``: serve the sandbox on loopback and print how to reach it."""
+"""``python -m mediagen_nb.sandbox``: serve the sandbox on loopback and print how to reach it; ``status``,
+``stop`` and ``reset`` manage the user's kept sandbox (``kept.py``)."""
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE
 
@@ -10,7 +13,8 @@ from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mediagen sandbox",
-        description="Serve a local emulator of the media-generation service (no key, no credits spent).",
+        description="Serve a local emulator of the media-generation service (no key, no credits spent). "
+        "`mediagen sandbox status|stop|reset` manage the kept sandbox that clients with no key use.",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
@@ -31,29 +35,114 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--deliver-public-webhooks", action="store_true", help="really POST webhooks to public hosts"
     )
-    p.add_argument("--data-dir", type=Path, default=None, help="cache rendered media files in this folder")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="keep its state (accounts, generations, ledger, clock ...), uploads and media in this folder, "
+        "and go on from the state saved there (default: in memory)",
+    )
     return p
 
 
+KEPT_COMMANDS = {
+    "status": "where the kept sandbox runs, its clock, folder, counts and balance",
+    "stop": "end the kept sandbox (its state is kept; the next command that needs it starts it again)",
+    "reset": "start over with a fresh demo account (uploads and rendered media stay)",
+}
+
+
+def kept_parser(command: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"mediagen sandbox {command}", description=KEPT_COMMANDS[command])
+    p.add_argument("--data-dir", type=Path, default=None, help="the kept sandbox of this folder")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def kept_main(command: str, argv: list[str]) -> int:
+    """``mediagen sandbox status|stop|reset``: manage the user's kept sandbox."""
+    from mediagen_nb.sandbox import kept
+
+    args = kept_parser(command).parse_args(argv)
+    where = (args.data_dir or kept.folder()).resolve()
+    try:
+        if command == "status":
+            shown = kept.status(where)
+            text = _status_text(shown)
+        elif command == "stop":
+            ended = kept.stop(where)
+            shown = {"stopped": ended is not None, "dataDir": str(where)}
+            text = (
+                f"stopped the kept sandbox at {ended.base_url} (pid {ended.pid}); its state stays in {where}"
+                if ended is not None
+                else f"the kept sandbox is not running (its state is in {where})"
+            )
+        else:
+            running = kept.reset(where)
+            shown = {"reset": True, "running": running is not None, "dataDir": str(where)}
+            text = "reset: a fresh demo account, no generations or runs; uploads and rendered media kept"
+    except kept.KeptSandboxError as exc:
+        print(f"mediagen sandbox {command}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(shown, indent=1) if args.json else f"mediagen sandbox: {text}")
+    return 0
+
+
+def _status_text(shown: dict[str, Any]) -> str:
+    where = shown["dataDir"]
+    if not shown["running"]:
+        return f"not running; its state is kept in {where}, and the next command that needs it starts it"
+    counts = shown["counts"]
+    made = ", ".join(
+        f"{counts[name]} {label}"
+        for name, label in (
+            ("generations", "generations"),
+            ("analyses", "analyses"),
+            ("replicationRuns", "replication runs"),
+            ("jobs", "jobs"),
+            ("uploads", "uploads"),
+        )
+    )
+    return "\n".join(
+        [
+            f"running at {shown['baseUrl']} (pid {shown['pid']}, time x{shown['timeScale']:g})",
+            f"  data folder: {where} (state, uploads, media, sandbox.log)",
+            f"  balance: {shown['balance']:,} credits ({shown['plan']} plan, demo account)",
+            f"  {made}",
+            "  `mediagen sandbox stop` ends it; `mediagen sandbox reset` starts over",
+        ]
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in KEPT_COMMANDS:
+        return kept_main(argv[0], argv[1:])
     args = parser().parse_args(argv)
     if args.time_scale <= 0:
         parser().error("--time-scale must be positive")
     from mediagen_nb.sandbox import Sandbox
+    from mediagen_nb.sandbox.state import StateError
 
-    sandbox = Sandbox(
-        time_scale=args.time_scale,
-        seed=args.seed,
-        allow_private_webhooks=args.allow_private_webhooks,
-        deliver_public_webhooks=args.deliver_public_webhooks,
-        data_dir=args.data_dir,
-    )
+    try:
+        sandbox = Sandbox(
+            time_scale=args.time_scale,
+            seed=args.seed,
+            allow_private_webhooks=args.allow_private_webhooks,
+            deliver_public_webhooks=args.deliver_public_webhooks,
+            data_dir=args.data_dir,
+        )
+    except StateError as exc:
+        print(f"mediagen sandbox: {exc}", file=sys.stderr)
+        return 1
     sandbox.start(port=args.port, host=args.host)
     seed = sandbox.world.seed
     print(
         f"mediagen sandbox running at {sandbox.base_url} "
         f"(time scale {args.time_scale:g}, seed {seed}; replay it with --seed {seed})"
     )
+    if args.data_dir is not None:
+        print(f"  its state is kept in {args.data_dir.resolve()} (started again, it goes on from there)")
     notes = {
         ENV_KEY: "the sandbox's demo key, 3,000 credits",
         ENV_TIME_SCALE: "so clients pace themselves to this clock",
@@ -66,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("stopping", file=sys.stderr)
     finally:
-        sandbox.stop()
+        sandbox.close()
     return 0
 
 

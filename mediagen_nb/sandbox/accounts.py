@@ -31,6 +31,12 @@ class Account:
     def public(self) -> dict[str, Any]:
         return {"id": self.id, "plan": self.plan, "balance": self.balance, "suspended": self.suspended}
 
+    to_dict = public  # the saved state holds exactly what the control shows
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Account":
+        return cls(data["id"], data["plan"], data["balance"], data["suspended"])
+
 
 @dataclass
 class ApiKey:
@@ -59,6 +65,34 @@ class ApiKey:
             body["key"] = self.secret
         return body
 
+    def to_dict(self) -> dict[str, Any]:
+        """The key as saved state (``state.py``), its secret included: that state is the sandbox's own."""
+        return {
+            "id": self.id,
+            "secret": self.secret,
+            "account": self.account,
+            "name": self.name,
+            "monthlyCap": self.monthly_cap,
+            "state": self.state,
+            "createdAt": self.created_at,
+            "expiresAt": self.expires_at,
+            "spent": dict(self.spent),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ApiKey":
+        return cls(
+            data["id"],
+            data["secret"],
+            data["account"],
+            data["name"],
+            data["monthlyCap"],
+            data["state"],
+            data["createdAt"],
+            data["expiresAt"],
+            Counter(data["spent"]),
+        )
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -66,6 +100,10 @@ class Caller:
 
     account: Account
     key: ApiKey
+
+    def to_dict(self) -> dict[str, str]:
+        """Who, as saved state: the account and key ids (:meth:`Accounts.caller` reads them back)."""
+        return {"account": self.account.id, "key": self.key.id}
 
 
 class Accounts:
@@ -78,14 +116,40 @@ class Accounts:
         self.ledger: list[dict[str, Any]] = []
         # Credits charged per (key, resource, id) by calendar month: a refund goes back to those months.
         self._charged: dict[tuple[str, str, str | None], Counter[str]] = {}
+        self.unsaved = True  # an account or key changed since the state was last saved
         self._add_key(ApiKey("key_demo", DEMO_KEY, DEMO_ACCOUNT, name="demo", created_at=clock.now()))
 
     def _add_key(self, key: ApiKey) -> ApiKey:
         self.keys[key.secret] = key
+        self.unsaved = True
         return key
 
+    def restore(self, accounts: list[Account], keys: list[ApiKey], ledger: list[dict[str, Any]]) -> None:
+        """Take back a saved state: accounts, keys and the ledger, whose charges tell refunds their months."""
+        self.accounts = {account.id: account for account in accounts}
+        self.keys = {key.secret: key for key in keys}
+        self.ledger = ledger
+        self._charged = {}
+        for entry in ledger:
+            months = self._charged.setdefault(
+                (entry["keyId"], entry["resource"], entry["resourceId"]), Counter()
+            )
+            if entry["kind"] == "charge":
+                months[entry["at"][:7]] += entry["credits"]  # "YYYY-MM" of its simulated time
+            else:
+                _take_back(months, entry["credits"])
+        self.unsaved = False
+
+    def caller(self, ids: dict[str, str]) -> Caller:
+        """The caller a saved resource names (:meth:`Caller.to_dict`)."""
+        key = next(k for k in self.keys.values() if k.id == ids["key"])
+        return Caller(self.accounts[ids["account"]], key)
+
     def account(self, account_id: str) -> Account:
-        return self.accounts.setdefault(account_id, Account(account_id))
+        if account_id not in self.accounts:
+            self.accounts[account_id] = Account(account_id)
+            self.unsaved = True
+        return self.accounts[account_id]
 
     def create_key(self, body: dict[str, Any]) -> ApiKey:
         """``POST /_sandbox/keys``: like the developer page's New key, plus a state for tests."""
@@ -131,6 +195,7 @@ class Accounts:
         if suspended is not None and not isinstance(suspended, bool):
             raise bad_request("suspended must be true or false")
         account = self.account(account_id)
+        self.unsaved = True
         if balance is not None:
             account.balance = balance
         if plan is not None:
@@ -177,6 +242,7 @@ class Accounts:
             **extra,
         }
         self.ledger.append(entry)
+        self.unsaved = True  # the balance, and the key's month, changed with it
         return entry
 
     def charge(
@@ -194,11 +260,21 @@ class Accounts:
     ) -> dict[str, Any]:
         """Give credits back to the balance and to the key's months they were charged in (latest first)."""
         caller.account.balance += credits
-        charged, left = self._charged.get((caller.key.id, resource, resource_id), Counter()), credits
-        for month in sorted(charged, reverse=True):
-            take = min(left, charged[month])
-            charged[month] -= take
+        charged = self._charged.get((caller.key.id, resource, resource_id), Counter())
+        taken = _take_back(charged, credits)
+        for month, take in taken.items():
             caller.key.spent[month] -= take
-            left -= take
-        caller.key.spent[self.clock.month()] -= left
+        caller.key.spent[self.clock.month()] -= credits - sum(taken.values())
         return self._record("refund", caller, credits, resource, resource_id, **extra)
+
+
+def _take_back(charged: Counter[str], credits: int) -> Counter[str]:
+    """Take ``credits`` back from the months they were charged in, latest first; what each month gave."""
+    taken: Counter[str] = Counter()
+    left = credits
+    for month in sorted(charged, reverse=True):
+        take = min(left, charged[month])
+        charged[month] -= take
+        taken[month] += take
+        left -= take
+    return taken

@@ -1,6 +1,9 @@
 """The sandbox's ASGI app: the route table, the service's error format for unknown paths, hardened
-answers (``hardening.py``), a fresh world."""
+answers (``hardening.py``), a fresh world, and (with a data folder) its state saved before every
+response."""
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -9,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mediagen_nb.sandbox.hardening import Hardened
 from mediagen_nb.sandbox.responses import error_response
@@ -27,20 +31,53 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     )
 
 
+class Saving:
+    """With a data folder: what a request changed is saved before its response starts (so a charge or a
+    new resource is on disk before the caller hears of it), and a restored world's timers are set again."""
+
+    def __init__(self, app: ASGIApp, world: World) -> None:
+        self.app = app
+        self.world = world
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.world.state is None:
+            await self.app(scope, receive, send)
+            return
+        self.world.awake()
+
+        async def saving(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.world.save()
+            await send(message)
+
+        await self.app(scope, receive, saving)
+
+
 @asynccontextmanager
 async def _lifespan(app: Starlette) -> AsyncIterator[None]:
-    """On shutdown of a served sandbox, let webhooks already sent finish their one attempt."""
+    """A served sandbox: its saved timers set again and what they change saved every second; on shutdown,
+    webhooks already sent finish their one attempt and the state is saved."""
+    world: World = app.state.world
+    world.awake()
+    saver = asyncio.get_running_loop().create_task(world.keep_saving()) if world.state else None
     yield
-    await app.state.world.outbox.drain(DRAIN_SECONDS)
+    if saver is not None:
+        saver.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await saver
+    await world.outbox.drain(DRAIN_SECONDS)
+    world.save(clock=True)
 
 
 def create_app(config: SandboxConfig | None = None) -> Starlette:
     """A new sandbox app with its own state (``app.state.world``)."""
+    world = World(config or SandboxConfig())
     app = Starlette(
         routes=ROUTES,
         exception_handlers={HTTPException: _http_error},
-        middleware=[Middleware(Hardened)],  # every answer: nosniff, no script; media only through a proxy
         lifespan=_lifespan,
+        # Every answer: nosniff, no script, media only through a proxy; and saved before it starts.
+        middleware=[Middleware(Hardened), Middleware(Saving, world=world)],
     )
-    app.state.world = World(config or SandboxConfig())
+    app.state.world = world
     return app

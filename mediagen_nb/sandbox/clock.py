@@ -28,6 +28,16 @@ class Clock:
             )
         self._skipped += sim_seconds
 
+    def to_dict(self) -> dict[str, float]:
+        """Simulated time as saved state: where it stands and how far it was jumped."""
+        return {"now": self.now(), "skipped": self._skipped}
+
+    def resume(self, saved: dict[str, float]) -> None:
+        """Go on from a saved moment: simulated time resumes where it stopped (downtime does not pass)."""
+        self._real0 = time.monotonic()
+        self._skipped = saved["skipped"]
+        self._sim0 = saved["now"] - self._skipped
+
     def now(self) -> float:
         """Simulated Unix time in seconds."""
         return self._sim0 + self._skipped + (time.monotonic() - self._real0) * self.scale

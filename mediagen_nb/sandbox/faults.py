@@ -62,9 +62,27 @@ class Faults:
         self.model_script: deque[str] = deque(model_script)
         self.routes: frozenset[str] | None = frozenset(routes) if routes is not None else None
         self.slow_seconds = float(slow)
+        self.plan_seed = seed
         self.rng = random.Random(seed)
         self.injected: Counter[str] = Counter()
         return self.describe()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as saved state; the generator's position only while a rate can use it."""
+        return {
+            **self.describe(),
+            "seed": self.plan_seed,
+            "rng": self.rng.getstate() if any(self.rates.values()) else None,
+        }
+
+    def restore(self, saved: dict[str, Any]) -> None:
+        """Take back a saved plan, where its scripts and its generator stood."""
+        names = ("rates", "script", "modelScript", "routes", "slowSeconds", "seed")
+        self.configure({name: saved[name] for name in names})
+        self.injected = Counter(saved["injected"])
+        if saved["rng"] is not None:
+            version, internal, gauss = saved["rng"]
+            self.rng.setstate((version, tuple(internal), gauss))
 
     @staticmethod
     def _list(body: dict[str, Any], field: str, kinds: tuple[str, ...]) -> list[str]:

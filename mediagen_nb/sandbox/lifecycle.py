@@ -43,6 +43,17 @@ class Idempotency:
         self.chars = chars
         self._records: dict[tuple[str, str], tuple[str, float]] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self.unsaved: set[tuple[str, str]] = set()  # (account, key) recorded since the state was saved
+
+    def to_dict(self, scoped: tuple[str, str]) -> dict[str, Any]:
+        """One record as saved state: the account, the key, the id it started and when."""
+        resource_id, at = self._records[scoped]
+        return {"account": scoped[0], "key": scoped[1], "id": resource_id, "at": at}
+
+    def restore(self, saved: Iterable[dict[str, Any]]) -> None:
+        """Take back saved records (:meth:`to_dict`)."""
+        for record in saved:
+            self._records[(record["account"], record["key"])] = (record["id"], record["at"])
 
     def _live(self, scoped: tuple[str, str]) -> str | None:
         record = self._records.get(scoped)
@@ -67,6 +78,7 @@ class Idempotency:
                 return existing, False
             resource_id = await start()
             self._records[scoped] = (resource_id, self.clock.now())
+            self.unsaved.add(scoped)
             return resource_id, True
 
 

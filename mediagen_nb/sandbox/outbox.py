@@ -23,6 +23,7 @@ from mediagen_nb.sandbox.responses import bad_request
 
 USER_AGENT = "Service-Webhook/1"
 BLOCKED_SUFFIXES = (".local", ".internal", ".localhost")
+KEPT = 2000  # webhooks kept for GET /_sandbox/webhooks (and in the saved state), the newest
 
 
 def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
@@ -77,8 +78,15 @@ class Outbox:
         self.secret = secret
         self.allow_private = allow_private
         self.deliver_public = deliver_public
-        self.sent: deque[dict[str, Any]] = deque(maxlen=2000)
+        self.sent: deque[dict[str, Any]] = deque(maxlen=KEPT)
+        self.total = 0  # webhooks sent over the life of the state: the next one's number
+        self.unsaved: dict[int, dict[str, Any]] = {}  # by number: sent, or delivered, since the last save
         self._tasks: set[asyncio.Task[None]] = set()
+
+    def restore(self, entries: list[tuple[int, dict[str, Any]]]) -> None:
+        """Take back saved webhooks (number, entry), oldest first."""
+        self.sent.extend(entry for _, entry in entries)
+        self.total = entries[-1][0] + 1 if entries else 0
 
     async def check(self, url: Any) -> None:
         await check_url(url, allow_private=self.allow_private)
@@ -100,10 +108,13 @@ class Outbox:
             loopback = host == "localhost"
         entry: dict[str, Any] = {"url": url, "headers": headers, "body": body.decode(), "delivered": None}
         self.sent.append(entry)
+        number, self.total = self.total, self.total + 1
+        self.unsaved[number] = entry
         if loopback or self.deliver_public:
             task = asyncio.get_running_loop().create_task(self._post(entry, body))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda _: self.unsaved.update({number: entry}))  # its delivery result
         else:
             entry["delivered"] = False
             entry["note"] = "recorded only: public delivery is off (deliver_public_webhooks)"

@@ -20,6 +20,7 @@ from mediagen_nb.sandbox.world import SandboxConfig, World
 
 START_TIMEOUT = 15.0
 STOP_GRACE = 2.0  # real seconds in-flight requests get to finish when the sandbox stops
+WAIT_POLL = 0.2  # real seconds between checks that a served sandbox still runs
 
 
 class _ExpectedErrors(logging.Filter):
@@ -39,7 +40,11 @@ def _quiet_uvicorn_log() -> None:
 
 
 class Sandbox:
-    """One sandbox and its state. ``transport()`` for in-process use, ``start()`` for real HTTP."""
+    """One sandbox and its state. ``transport()`` for in-process use, ``start()`` for real HTTP.
+
+    ``data_dir=`` keeps its state in that folder (it goes on from a state saved there; :meth:`close`
+    lets another sandbox use the folder); without one it lives in memory.
+    """
 
     def __init__(self, config: SandboxConfig | None = None, **options: Any) -> None:
         if config is not None and options:
@@ -105,7 +110,7 @@ class Sandbox:
         return self
 
     def stop(self) -> None:
-        """Stop serving and wait for the thread; safe to call twice."""
+        """Stop serving and wait for the thread (its state saved); safe to call twice."""
         if self._server is None or self._thread is None:
             return
         self._server.should_exit = True
@@ -116,11 +121,21 @@ class Sandbox:
             self._thread.join(START_TIMEOUT)
         self._server = self._thread = None
         self.base_url = None
+        self.world.save(clock=True)
+
+    def close(self) -> None:
+        """Stop serving, save the state and let another sandbox use the data folder."""
+        self.stop()
+        self.world.close()
 
     def wait(self) -> None:
-        """Block until the server stops (Ctrl-C raises KeyboardInterrupt here, between short joins)."""
+        """Block until the server stops (Ctrl-C raises KeyboardInterrupt here, between short sleeps).
+
+        Not ``join()``: on Python 3.11 an exception raised by a signal handler inside ``join()`` marks
+        the thread stopped while it still runs, and ``stop()`` would then not wait for the server.
+        """
         while self._thread is not None and self._thread.is_alive():
-            self._thread.join(0.5)
+            time.sleep(WAIT_POLL)
 
     def __enter__(self) -> "Sandbox":
         return self if self.base_url else self.start()
@@ -128,4 +143,4 @@ class Sandbox:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.stop()
+        self.close()

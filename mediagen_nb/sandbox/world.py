@@ -1,6 +1,7 @@
 """All state of one sandbox: configuration, clock, accounts, limits, faults, media and the pipelines."""
 
 import asyncio
+import os
 import random
 import secrets
 import uuid
@@ -22,6 +23,7 @@ from mediagen_nb.sandbox.windows import RollingWindow
 
 _MEDIA_PREFIXES = tuple(PATHS[name].split("{", 1)[0] for name in ("sandbox_media", "sandbox_samples"))
 _UPLOADS_PREFIX = PATHS["sandbox_upload"].split("{", 1)[0]
+SAVE_SECONDS = 1.0  # real seconds between saves of what timers change
 
 
 @dataclass(frozen=True)
@@ -34,16 +36,23 @@ class SandboxConfig:
     seed: int | None = None
     allow_private_webhooks: bool = False  # accept and deliver loopback (http or https) webhooks
     deliver_public_webhooks: bool = False  # really POST to public hosts (off: recorded only)
-    data_dir: Path | None = None  # rendered media are cached here across restarts
+    # Everything the sandbox knows is kept here across restarts (``state.py``), with its uploads and
+    # rendered media; None keeps it in memory.
+    data_dir: Path | None = None
     webhook_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
 
 
 class World:
-    """The sandbox's state; ``reset()`` returns it to a fresh demo account."""
+    """The sandbox's state; ``reset()`` returns it to a fresh demo account.
+
+    With a data folder the state is kept there (``state.py``): a world made on a folder with a saved
+    state goes on from it, and :meth:`save` writes what changed.
+    """
 
     def __init__(self, config: SandboxConfig) -> None:
         from mediagen_nb.sandbox.generation.models import Generations
         from mediagen_nb.sandbox.replication.models import Replication
+        from mediagen_nb.sandbox.state import State
         from mediagen_nb.sandbox.topic_video.models import TopicVideo
 
         self.config = config
@@ -57,26 +66,78 @@ class World:
         )
         self._timers: set[asyncio.TimerHandle] = set()
         self._services = (Generations, Replication, TopicVideo)
-        self.reset()
+        self.state = State(config.data_dir) if config.data_dir is not None else None
+        self._asleep = False  # restored from a saved state, its timers not set again yet
+        if self.state is not None and self.state.saved():
+            self.state.load(self)
+            self._asleep = True
+        else:
+            self.reset()
 
-    def reset(self) -> None:
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
+    def build(self, seed: int) -> None:
+        """Empty accounts, limits, faults and services, with ids drawn from ``seed``."""
         self.accounts = Accounts(self.clock)
         self.requests = RollingWindow(self.clock, limits.REQUESTS_PER_KEY, limits.WINDOW_SECONDS)
         self.starts = RollingWindow(self.clock, limits.STARTS_PER_ACCOUNT, limits.WINDOW_SECONDS)
-        self.seed = self.config.seed if self.config.seed is not None else secrets.randbits(63)
-        self.faults = Faults(self.seed)
-        self._ids = random.Random(self.seed)
+        self.seed = seed
+        self.faults = Faults(seed)
+        self._ids = random.Random(seed)
+        self.ids_unsaved = True
         generations, replication, topic = self._services
         self.generations = generations(self)
         self.replication = replication(self)
         self.topic = topic(self)
 
+    def reset(self) -> None:
+        """A fresh demo account and no resources (a new seed unless one was given), under a new instance
+        id: what was started before is unknown here now. Uploads and rendered media stay."""
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        self.build(self.config.seed if self.config.seed is not None else secrets.randbits(63))
+        self.instance = uuid.uuid4().hex  # never from the seed: a replayed session is another instance
+        if self.state is not None:
+            self.state.wipe()
+            self.save()
+
     def new_id(self) -> str:
         """A UUID from the seeded sequence, so a replayed session gets the same ids."""
+        self.ids_unsaved = True
         return str(uuid.UUID(int=self._ids.getrandbits(128), version=4))
+
+    def ids_state(self) -> Any:
+        """The id generator's position, as saved state."""
+        return self._ids.getstate()
+
+    def restore_ids(self, saved: Any) -> None:
+        self._ids.setstate(saved)
+
+    def awake(self) -> None:
+        """Set again the timers of work that was running when the saved state was written (called with
+        the event loop running: on the first request, or when a served sandbox starts)."""
+        if self._asleep:
+            self._asleep = False
+            self.generations.resume()
+            self.replication.resume()
+            self.topic.resume()
+
+    def save(self, *, clock: bool = False) -> None:
+        """Write what changed to the data folder (nothing without one); ``clock``: the clock too."""
+        if self.state is not None:
+            self.state.save(self, clock=clock)
+
+    async def keep_saving(self) -> None:
+        """Save every second what timers change (requests save before they answer); until cancelled."""
+        while True:
+            await asyncio.sleep(SAVE_SECONDS)
+            self.save()
+
+    def close(self) -> None:
+        """Save, and let another sandbox use the data folder."""
+        if self.state is not None:
+            self.save(clock=True)
+            self.state.close()
+            self.state = None
 
     def rng(self, *parts: object) -> random.Random:
         """A generator seeded by the sandbox seed and ``parts`` (a resource id, a purpose)."""
@@ -114,6 +175,9 @@ class World:
 
     def info(self) -> dict[str, Any]:
         return {
+            "instance": self.instance,  # the state's identity: kept across restarts, new on reset
+            "pid": os.getpid(),
+            "dataDir": str(self.config.data_dir) if self.config.data_dir is not None else None,
             "timeScale": self.clock.scale,
             "seed": self.seed,
             "seedGiven": self.config.seed is not None,

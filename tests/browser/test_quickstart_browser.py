@@ -32,6 +32,8 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
 from playwright.sync_api import Locator, Page, expect
 
+from mediagen_nb.sandbox import kept
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 ARTIFACTS = REPO / "test-artifacts"
@@ -100,12 +102,17 @@ def _copy_notebooks(source: Path, target: Path) -> None:
 
 
 def _server_env(home: Path) -> dict[str, str]:
-    """The server's (and so the kernel's) environment: no MEDIAGEN_* but a fast sandbox clock."""
+    """The server's (and so the kernel's) environment: no MEDIAGEN_* but a fast sandbox clock, and the
+    user's folders in ``home`` (so the kernels' kept sandbox is this server's own)."""
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("MEDIAGEN_", "JUPYTER", "JPY_", "IPYTHON"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MEDIAGEN_", "JUPYTER", "JPY_", "IPYTHON", "XDG_"))
     }
     env.update(
         HOME=str(home),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
         JUPYTER_CONFIG_DIR=str(home / "jupyter-config"),
         JUPYTER_DATA_DIR=str(home / "jupyter-data"),
         JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"),
@@ -188,6 +195,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, artifacts: Path, chromium: str
         finally:
             _shutdown_kernels(f"http://127.0.0.1:{port}", token)
             _stop(process)
+            kept.stop(home / ".local" / "share" / "mediagen_nb" / "sandbox")  # the kernels' sandbox
 
 
 def _wait_for_server(process: subprocess.Popen[bytes], url: str, token: str, log_path: Path) -> None:
@@ -205,7 +213,7 @@ def _wait_for_server(process: subprocess.Popen[bytes], url: str, token: str, log
 
 
 def _shutdown_kernels(url: str, token: str) -> None:
-    """Ask the server to shut its kernels down (each kernel holds an embedded sandbox)."""
+    """Ask the server to shut its kernels down."""
     try:
         with httpx.Client(base_url=url, params={"token": token}, timeout=10) as http:
             for kernel in http.get("/api/kernels").json():
@@ -589,8 +597,8 @@ def _small_png(data: bytes) -> bytes:
 
 
 def test_a_cli_gallery_shows_every_image_after_the_command_exited(browser: Any, tmp_path: Path) -> None:
-    """``mediagen sweep --gallery`` on the embedded sandbox: the page is opened once the command (and
-    its sandbox) is gone, from another folder, and every image still loads."""
+    """``mediagen sweep --gallery`` on the embedded sandbox: the page is opened once the command is gone
+    and its sandbox stopped, from another folder, and every image still loads."""
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
     work.mkdir()
     elsewhere.mkdir()
@@ -607,6 +615,7 @@ def test_a_cli_gallery_shows_every_image_after_the_command_exited(browser: Any, 
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert kept.stop() is not None, "the command used the kept sandbox (of this test's data folder)"
     page_file = work / "site" / "gallery.html"
     context = browser.new_context(viewport=VIEWPORT)
     before = Path.cwd()

@@ -1,10 +1,9 @@
 """``%mediagen usage`` in a second kernel counts what a first kernel spent, over every path.
 
-Two processes, each an IPython shell with ``%load_ext mediagen_nb`` on its own embedded sandbox, share one
-ledger file (``MEDIAGEN_LEDGER``), as two kernels of one user do. The first spends through every path (a
-magic, a form, a sweep, a direct call, ``%replicate``, ``%%make_video``) and prints its sandbox's own ledger;
-the second, started afterwards, shows ``%mediagen usage``. Both sandboxes hand out ids from fresh random
-seeds, so the second's ids never collide with the first's.
+Two processes, each an IPython shell with ``%load_ext mediagen_nb`` on the user's kept sandbox (the test's
+own data folder), share one ledger file (``MEDIAGEN_LEDGER``), as two kernels of one user do. The first
+spends through every path (a magic, a form, a sweep, a direct call, ``%replicate``, ``%%make_video``) and
+prints the sandbox's own ledger; the second, started afterwards, shows ``%mediagen usage``.
 """
 
 import json

@@ -6,6 +6,7 @@ paid start shares (idempotency, cap, moderation, balance, the 503 rule, outcomes
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,49 @@ class Generation:
             data["mediaDurationSec"] = round(self.media_seconds, 3)
         return data
 
+    def to_dict(self) -> dict[str, Any]:
+        """The generation as saved state (``state.py``): everything but its ``done`` event."""
+        return {
+            "id": self.id,
+            "caller": self.caller.to_dict(),
+            "modelId": self.model.id,
+            "input": self.input,
+            "credits": self.credits,
+            "createdAt": self.created_at,
+            "finishAt": self.finish_at,
+            "outcome": self.outcome,
+            "baseUrl": self.base_url,
+            "mediaSeconds": self.media_seconds,
+            "webhook": self.webhook,
+            "frame": list(self.frame) if self.frame is not None else None,
+            "status": self.status,
+            "output": self.output,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], caller: Caller) -> "Generation":
+        gen = cls(
+            id=data["id"],
+            caller=caller,
+            model=catalog.BY_ID[data["modelId"]],
+            input=data["input"],
+            credits=data["credits"],
+            created_at=data["createdAt"],
+            finish_at=data["finishAt"],
+            outcome=data["outcome"],
+            base_url=data["baseUrl"],
+            media_seconds=data["mediaSeconds"],
+            webhook=data["webhook"],
+            frame=(data["frame"][0], data["frame"][1]) if data["frame"] is not None else None,
+            status=data["status"],
+            output=data["output"],
+            error=data["error"],
+        )
+        if gen.status != states.PROCESSING:
+            gen.done.set()
+        return gen
+
 
 @dataclass(frozen=True)
 class Priced:
@@ -86,6 +130,18 @@ class Generations:
         self.idempotency = lifecycle.Idempotency(
             world.clock, retention=None, chars=limits.IDEMPOTENCY_KEY_CHARS
         )
+        self.unsaved: set[str] = set()  # ids of generations made or changed since the state was saved
+
+    def resume(self) -> None:
+        """After a restart from saved state: each running generation settles at its own time again."""
+        now = self.world.clock.now()
+        for gen in self.items.values():
+            if gen.status == states.PROCESSING:
+                self.world.schedule(gen.finish_at - now, self._settler(gen))
+
+    def _settler(self, gen: Generation) -> Callable[[], None]:
+        """A timer callback that settles ``gen``."""
+        return lambda: self.settle(gen)
 
     async def _checks_2_3(
         self, model_id: Any, values: Any, webhook: Any, *, estimate: bool
@@ -200,7 +256,8 @@ class Generations:
             webhook=priced.webhook,
         )
         self.items[gen.id] = gen
-        world.schedule(duration, lambda: self.settle(gen))
+        self.unsaved.add(gen.id)
+        world.schedule(duration, self._settler(gen))
         return gen
 
     def settle(self, gen: Generation) -> None:
@@ -208,6 +265,7 @@ class Generations:
         world = self.world
         if gen.status != states.PROCESSING or world.clock.now() < gen.finish_at:
             return
+        self.unsaved.add(gen.id)
         if gen.outcome == lifecycle.SUCCEED:
             gen.status = states.SUCCEEDED
             seed = world.rng("media", gen.id).randrange(2**31)

@@ -59,6 +59,31 @@ class Replication:
         retention = limits.IDEMPOTENCY_RETENTION_SECONDS
         self.analysis_keys = lifecycle.Idempotency(world.clock, retention=retention)
         self.run_keys = lifecycle.Idempotency(world.clock, retention=retention)
+        # Ids made or changed since the state was saved.
+        self.unsaved_analyses: set[str] = set()
+        self.unsaved_runs: set[str] = set()
+
+    def resume(self) -> None:
+        """After a restart from saved state: every pending analysis, build and run step fires again."""
+        for analysis in self.analyses.values():
+            if analysis.status == states.ANALYZING or analysis.build_at is not None:
+                self._schedule_settle(analysis)
+        for run in self.runs.values():
+            if run.status != states.FAILED and run.marketing_video_url is None:
+                self._schedule_advance(run)
+
+    def _schedule_settle(self, analysis: Analysis) -> None:
+        """Settle ``analysis`` when it is ready and when its blueprint build ends."""
+        now = self.world.clock.now()
+        for at in (analysis.ready_at, analysis.build_at):
+            if at is not None:
+                self.world.schedule(at - now, lambda: self.settle(analysis))
+
+    def _schedule_advance(self, run: Run) -> None:
+        """Advance ``run`` at each moment a take starts or ends, it is done, and its marketing cuts arrive."""
+        now = self.world.clock.now()
+        for at in lifecycle.moments(run.takes, run.done_at, run.done_at + MARKETING_DELAY_SECONDS):
+            self.world.schedule(at - now, self._advancer(run))
 
     # --- analyses
 
@@ -111,6 +136,7 @@ class Replication:
             analysis_id, caller, source, seconds, aspect, base_url, now, now + runtime, outcome, shots_only
         )
         self.analyses[analysis_id] = analysis
+        self.unsaved_analyses.add(analysis_id)
         world.schedule(runtime, lambda: self.settle(analysis))
         return analysis_id
 
@@ -118,6 +144,7 @@ class Replication:
         """Finish the analysis, or the blueprint build, whose simulated time has come."""
         world = self.world
         now = world.clock.now()
+        self.unsaved_analyses.add(analysis.id)
         if analysis.status == states.ANALYZING and now >= analysis.ready_at:
             if analysis.outcome == lifecycle.SUCCEED:
                 self._ready(analysis)
@@ -186,6 +213,7 @@ class Replication:
         assert analysis.blueprint is not None  # a ready analysis has its shot list
         build_seconds = BLUEPRINT_BASE_SECONDS + BLUEPRINT_PER_CLIP * len(analysis.blueprint["clips"])
         analysis.build_at = self.world.clock.now() + build_seconds
+        self.unsaved_analyses.add(analysis.id)
         self.world.schedule(build_seconds, lambda: self.settle(analysis))
         return {wire.BLUEPRINT_STARTED: True}
 
@@ -259,9 +287,7 @@ class Replication:
         )
         self.runs[run_id] = run
         self.advance(run)
-        now = world.clock.now()
-        for at in lifecycle.moments(takes, run.done_at, run.done_at + MARKETING_DELAY_SECONDS):
-            world.schedule(at - now, self._advancer(run))
+        self._schedule_advance(run)
         return run_id
 
     def _advancer(self, run: Run) -> Callable[[], None]:
@@ -297,6 +323,7 @@ class Replication:
     def advance(self, run: Run) -> None:
         """Apply every event of the run whose simulated time has come, in order."""
         now = self.world.clock.now()
+        self.unsaved_runs.add(run.id)
         if lifecycle.advance_steps(
             run.takes,
             now,

@@ -1,7 +1,7 @@
 """The replication resources: an analysis, a run, and the validated body of a replicate start."""
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mediagen_nb.protocol import limits, states
@@ -41,6 +41,52 @@ class Analysis:
     prompts: list[str] = field(default_factory=list)  # written into the clips once the blueprint is built
     build_at: float | None = None  # when a POST .../blueprint build finishes
     error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The analysis as saved state (``state.py``)."""
+        return {
+            "id": self.id,
+            "caller": self.caller.to_dict(),
+            "source": asdict(self.source),
+            "seconds": self.seconds,
+            "aspect": self.aspect,
+            "baseUrl": self.base_url,
+            "createdAt": self.created_at,
+            "readyAt": self.ready_at,
+            "outcome": self.outcome,
+            "shotsOnly": self.shots_only,
+            "status": self.status,
+            "title": self.title,
+            "videoUrl": self.video_url,
+            "posterUrl": self.poster_url,
+            "blueprint": self.blueprint,
+            "prompts": self.prompts,
+            "buildAt": self.build_at,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], caller: Caller) -> "Analysis":
+        return cls(
+            data["id"],
+            caller,
+            Source(**data["source"]),
+            data["seconds"],
+            data["aspect"],
+            data["baseUrl"],
+            data["createdAt"],
+            data["readyAt"],
+            data["outcome"],
+            data["shotsOnly"],
+            data["status"],
+            data["title"],
+            data["videoUrl"],
+            data["posterUrl"],
+            data["blueprint"],
+            data["prompts"],
+            data["buildAt"],
+            data["error"],
+        )
 
     @property
     def shot_list_only(self) -> bool:
@@ -145,6 +191,60 @@ class Run:
     def done_at(self) -> float:
         """Simulated time the run is done, if no take fails (after stitching)."""
         return self.takes[-1].end_at + STITCH_BASE_SECONDS + STITCH_PER_SECOND * self.seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run as saved state (``state.py``); its analysis by id."""
+        return {
+            "id": self.id,
+            "analysisId": self.analysis.id,
+            "caller": self.caller.to_dict(),
+            "modelId": self.model.id,
+            "quality": self.quality,
+            "accuracy": self.accuracy,
+            "takes": [asdict(take) for take in self.takes],
+            "captions": self.captions,
+            "audio": self.audio,
+            "marketingAspect": self.marketing_aspect,
+            "webhook": self.webhook,
+            "baseUrl": self.base_url,
+            "createdAt": self.created_at,
+            "status": self.status,
+            "doneClips": self.done_clips,
+            "outputVideoUrl": self.output_video_url,
+            "compareVideoUrl": self.compare_video_url,
+            "cleanOutputVideoUrl": self.clean_output_video_url,
+            "marketingVideoUrl": self.marketing_video_url,
+            "marketingVideoUrl169": self.marketing_video_url_169,
+            "shareUrl": self.share_url,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], analysis: Analysis, caller: Caller) -> "Run":
+        return cls(
+            id=data["id"],
+            analysis=analysis,
+            caller=caller,
+            model=catalog.BY_ID[data["modelId"]],
+            quality=data["quality"],
+            accuracy=data["accuracy"],
+            takes=[Take(**{**take, "clips": tuple(take["clips"])}) for take in data["takes"]],
+            captions=data["captions"],
+            audio=data["audio"],
+            marketing_aspect=data["marketingAspect"],
+            webhook=data["webhook"],
+            base_url=data["baseUrl"],
+            created_at=data["createdAt"],
+            status=data["status"],
+            done_clips=data["doneClips"],
+            output_video_url=data["outputVideoUrl"],
+            compare_video_url=data["compareVideoUrl"],
+            clean_output_video_url=data["cleanOutputVideoUrl"],
+            marketing_video_url=data["marketingVideoUrl"],
+            marketing_video_url_169=data["marketingVideoUrl169"],
+            share_url=data["shareUrl"],
+            error=data["error"],
+        )
 
     def ledger_note(self, take: Take) -> dict[str, Any]:
         """Ledger extras of a take's charge or refund: the model and the clips it renders."""

@@ -17,7 +17,7 @@ prices are in ``steps.py``, the script in ``script.py``, the body's choices in `
 """
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from mediagen_nb.protocol import messages, states, wire
@@ -80,6 +80,72 @@ class Job:
     progress_at_failure: float | None = None
     error: str | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The job as saved state (``state.py``)."""
+        return {
+            "id": self.id,
+            "caller": self.caller.to_dict(),
+            "topic": self.topic,
+            "seconds": self.seconds,
+            "gender": self.gender,
+            "look": self.look,
+            "voice": self.voice,
+            "flow": self.flow,
+            "captions": self.captions,
+            "music": self.music,
+            "webhook": self.webhook,
+            "baseUrl": self.base_url,
+            "createdAt": self.created_at,
+            "scriptText": self.script_text,
+            "speechSeconds": self.speech_seconds,
+            "steps": [asdict(step) for step in self.steps],
+            "status": self.status,
+            "updatedAt": self.updated_at,
+            "script": self.script,
+            "portraitUrl": self.portrait_url,
+            "lipsyncUrl": self.lipsync_url,
+            "videoUrl": self.video_url,
+            "posterUrl": self.poster_url,
+            "creditsUsed": self.credits_used,
+            "editReport": self.edit_report,
+            "skipped": self.skipped,
+            "progressAtFailure": self.progress_at_failure,
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], caller: Caller) -> "Job":
+        return cls(
+            id=data["id"],
+            caller=caller,
+            topic=data["topic"],
+            seconds=data["seconds"],
+            gender=data["gender"],
+            look=data["look"],
+            voice=data["voice"],
+            flow=data["flow"],
+            captions=data["captions"],
+            music=data["music"],
+            webhook=data["webhook"],
+            base_url=data["baseUrl"],
+            created_at=data["createdAt"],
+            script_text=data["scriptText"],
+            speech_seconds=data["speechSeconds"],
+            steps=[Step(**step) for step in data["steps"]],
+            status=data["status"],
+            updated_at=data["updatedAt"],
+            script=data["script"],
+            portrait_url=data["portraitUrl"],
+            lipsync_url=data["lipsyncUrl"],
+            video_url=data["videoUrl"],
+            poster_url=data["posterUrl"],
+            credits_used=data["creditsUsed"],
+            edit_report=data["editReport"],
+            skipped=data["skipped"],
+            progress_at_failure=data["progressAtFailure"],
+            error=data["error"],
+        )
+
     def progress(self, now: float) -> float:
         """Share of the planned step time elapsed: 1 when done, frozen when failed."""
         if self.status == states.DONE:
@@ -121,6 +187,19 @@ class TopicVideo:
         self.world = world
         self.jobs: dict[str, Job] = {}
         self.idempotency = lifecycle.Idempotency(world.clock, retention=None)
+        self.unsaved: set[str] = set()  # ids of jobs made or changed since the state was saved
+
+    def resume(self) -> None:
+        """After a restart from saved state: each running job's steps fire at their times again."""
+        for job in self.jobs.values():
+            if job.status not in ENDED:
+                self._schedule(job)
+
+    def _schedule(self, job: Job) -> None:
+        """Advance ``job`` at each moment one of its steps starts or ends."""
+        now = self.world.clock.now()
+        for moment in lifecycle.moments(job.steps):
+            self.world.schedule(moment - now, self._advancer(job))
 
     async def start(
         self, caller: Caller, body: Mapping[str, Any], *, at_capacity: bool, base_url: str
@@ -226,9 +305,7 @@ class TopicVideo:
         lifecycle.lay_out(job.steps, job.created_at, plan_step)
         self.jobs[job.id] = job
         self.advance(job)
-        now = world.clock.now()
-        for moment in lifecycle.moments(job.steps):
-            world.schedule(moment - now, self._advancer(job))
+        self._schedule(job)
         return job
 
     def _advancer(self, job: Job) -> Callable[[], None]:
@@ -237,6 +314,7 @@ class TopicVideo:
 
     def advance(self, job: Job) -> None:
         """Apply every step event of the job whose simulated time has come, in order."""
+        self.unsaved.add(job.id)
         if lifecycle.advance_steps(
             job.steps,
             self.world.clock.now(),

@@ -1,0 +1,173 @@
+"""The user's kept sandbox: started detached by the first process that needs it, found by the next,
+started again from its state after it died, and managed by ``mediagen sandbox status|stop|reset``.
+
+Every test keeps its sandbox in a folder of its own and stops what it started (SIGTERM, then SIGKILL
+after ``kept.STOP_TIMEOUT``); everything listens on 127.0.0.1 only.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mediagen_nb.protocol.paths import path
+from mediagen_nb.sandbox import DEMO_KEY, kept
+
+SCALE = 600.0
+IMAGE = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse at dawn", "quality": "low"}}
+HEADERS = {"Authorization": f"Bearer {DEMO_KEY}"}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    """A kept sandbox folder of this test; its sandbox is stopped at the end."""
+    folder = tmp_path / "kept"
+    yield folder
+    kept.stop(folder)
+
+
+def data(method: str, url: str, **options: Any) -> Any:
+    response = httpx.request(method, url, timeout=30, trust_env=False, **options)
+    assert response.is_success, response.text
+    return response.json()["data"]
+
+
+def sandbox_cli(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "mediagen_nb.cli", "sandbox", *argv, "--data-dir", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    return done
+
+
+def gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if not kept._alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_two_processes_starting_at_once_get_one_sandbox(home: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path; from mediagen_nb.sandbox import kept; "
+        "r = kept.ensure(600, Path(sys.argv[1])); print(r.pid, r.started, r.base_url)"
+    )
+    starting = [
+        subprocess.Popen([sys.executable, "-c", code, str(home)], stdout=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    answers = [process.communicate(timeout=90)[0].split() for process in starting]
+    assert len({pid for pid, _, _ in answers}) == 1, answers
+    assert sorted(started for _, started, _ in answers) == ["False", "False", "True"], "one started it"
+    running = kept.find(home)
+    assert running is not None and str(running.pid) == answers[0][0]
+
+
+def test_a_killed_sandbox_is_started_again_from_its_state_on_its_port(home: Path) -> None:
+    first = kept.ensure(SCALE, home)
+    assert first.started
+    run = first.base_url + path("run")
+    made = data("POST", run, json=IMAGE, headers={**HEADERS, "Idempotency-Key": "one"})
+    os.kill(first.pid, signal.SIGKILL)
+    assert gone(first.pid) and kept.find(home) is None
+
+    second = kept.ensure(SCALE, home)
+    assert second.started and second.pid != first.pid
+    assert second.base_url == first.base_url, "the same port, so URLs in old outputs keep working"
+    assert second.instance == first.instance, "the same state: clients trust what it started"
+    read = data("GET", second.base_url + path("generation", id=made["id"]) + "?wait=55", headers=HEADERS)
+    assert read["status"] == "succeeded"
+    again = httpx.post(run, json=IMAGE, headers={**HEADERS, "Idempotency-Key": "one"}, trust_env=False)
+    assert again.status_code == 200 and again.json()["data"]["id"] == made["id"]
+    charges = [e for e in data("GET", second.base_url + path("sandbox_ledger"))["entries"]]
+    assert [(e["kind"], e["resourceId"]) for e in charges] == [("charge", made["id"])], "charged once"
+
+
+def test_status_stop_and_reset_manage_it(home: Path) -> None:
+    assert "not running" in sandbox_cli(home, "status").stdout
+    running = kept.ensure(SCALE, home)
+    data("POST", running.base_url + path("run"), json=IMAGE, headers=HEADERS)
+
+    shown = json.loads(sandbox_cli(home, "status", "--json").stdout)
+    assert shown["running"] and shown["pid"] == running.pid and shown["baseUrl"] == running.base_url
+    assert shown["timeScale"] == SCALE and shown["dataDir"] == str(home.resolve())
+    assert shown["balance"] == 3000 - 3 and shown["counts"]["generations"] == 1
+    text = sandbox_cli(home, "status").stdout
+    assert running.base_url in text and f"pid {running.pid}" in text and "balance: 2,997 credits" in text
+
+    assert "fresh demo account" in sandbox_cli(home, "reset").stdout
+    after = json.loads(sandbox_cli(home, "status", "--json").stdout)
+    assert after["instance"] != shown["instance"] and after["pid"] == running.pid
+    assert after["balance"] == 3000 and after["counts"]["generations"] == 0
+
+    stopped = sandbox_cli(home, "stop").stdout
+    assert f"stopped the kept sandbox at {running.base_url}" in stopped and gone(running.pid)
+    assert kept.find(home) is None and (home / "state.sqlite").is_file(), "stopped, its state kept"
+    assert "not running" in sandbox_cli(home, "stop").stdout
+
+    kept.ensure(SCALE, home)
+    data("POST", running.base_url + path("run"), json=IMAGE, headers=HEADERS)
+    kept.stop(home)
+    sandbox_cli(home, "reset")  # not running: its saved state is deleted
+    fresh = kept.ensure(SCALE, home)
+    assert fresh.instance != after["instance"]
+    assert data("GET", fresh.base_url + path("sandbox_account"))["balance"] == 3000
+
+
+def test_a_served_sandbox_with_a_data_dir_goes_on_from_its_state(tmp_path: Path) -> None:
+    """``mediagen sandbox --data-dir DIR``: served in the foreground, stopped with Ctrl-C, served again."""
+
+    command = [sys.executable, "-m", "mediagen_nb.cli", "sandbox", "--port", "0", "--time-scale", "600"]
+
+    def serve() -> tuple[subprocess.Popen[str], str]:
+        process = subprocess.Popen([*command, "--data-dir", str(tmp_path)], stdout=subprocess.PIPE, text=True)
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found is not None, first
+        return process, found.group(0)
+
+    process, base = serve()
+    made = data("POST", base + path("run"), json=IMAGE, headers=HEADERS)
+    before = data("GET", base + path("sandbox_info"))
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=15) == 0
+
+    process, base = serve()
+    try:
+        assert data("GET", base + path("sandbox_info"))["instance"] == before["instance"]
+        read = data("GET", base + path("generation", id=made["id"]) + "?wait=55", headers=HEADERS)
+        assert (
+            read["status"] == "succeeded" and data("GET", base + path("sandbox_account"))["balance"] == 2997
+        )
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=15)
+
+
+def test_a_folder_held_by_another_sandbox_is_never_served_twice(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandbox serving the folder's state that does not answer as the kept one is waited for, then the
+    start is refused naming the folder: never a second sandbox on the same state."""
+    monkeypatch.setattr(kept, "START_TIMEOUT", 1.0)
+    from mediagen_nb.sandbox import Sandbox
+
+    served = Sandbox(time_scale=SCALE, data_dir=home)  # serving the folder, not as the kept one
+    with served, pytest.raises(kept.KeptSandboxError, match="another sandbox is using"):
+        kept.ensure(SCALE, home)
+    assert kept.ensure(SCALE, home).started, "free again: the kept sandbox starts on its state"
