@@ -192,7 +192,8 @@ def test_reset_forgets_all_but_uploads_and_media_and_is_another_instance(tmp_pat
         api = Api(first)
         gen = api.run(IMAGE).json()["data"]
         url = api.settled(gen["id"])["output"]["urls"][0]
-        uploaded = api.data("PUT", path("sandbox_upload", name="voice.wav"), content=b"RIFF....WAVEfmt ")
+        voice = httpx.get(f"{api.base_url}/_sandbox/samples/voice.wav", timeout=30).content  # real media only
+        uploaded = api.data("PUT", path("sandbox_upload", name="voice.wav"), content=voice)
         before = api.snapshot()
         api.data("POST", path("sandbox_reset"))
         reset = api.snapshot()
