@@ -61,7 +61,11 @@ class Generations(Catalog):
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
         estimate = Estimate.from_api(data)
-        return estimate if measured is None else measured_price(estimate, measured)
+        return (
+            estimate
+            if measured is None or model is None
+            else measured_price(estimate, measured, model, values)
+        )
 
     def known(self, model_id: Any) -> Op[Model | None]:
         """The catalog's record of ``model_id`` (the cached catalog), or None: the service says why."""
@@ -258,17 +262,27 @@ class Generations(Catalog):
         return finished.raise_for_status()
 
 
-def measured_price(estimate: Estimate, measured: Measured) -> Estimate:
+def measured_price(
+    estimate: Estimate, measured: Measured, model: Model, values: Mapping[str, Any]
+) -> Estimate:
     """The estimate of a file measured here, from the service's price of the 30 s it assumes for a
-    file it cannot read: per started second, the way the service bills the file's length."""
+    file it cannot read: per started second, the way the service bills the file's length.
+
+    Its billing text is ours: the service's describes the stand-in URL it could not read, not the file.
+    """
     per_second = Fraction(estimate.credits) / Fraction(spec_limits.ESTIMATE_FALLBACK_SECONDS)
     seconds = math.ceil(round(measured.seconds, 6))
     credits = max(1, math.ceil(per_second * seconds))
-    note = (
-        f"{measured.field}: {measured.name} measured here ({measured.seconds:.2f} s, not uploaded); "
-        f"priced from the service's {estimate.credits} credits for 30 s"
+    others = [
+        f"{name} {values.get(name, model.properties.get(name, {}).get('default'))}"
+        for name in model.varies_by
+        if name != measured.field
+    ]
+    at = f" at {', '.join(others)}" if others else ""
+    billing = (
+        f"{measured.field}: {measured.name} measured here ({measured.seconds:.2f} s, not uploaded){at}; "
+        f"priced per started second from the service's {estimate.credits} credits for 30 s"
     )
-    billing = f"{estimate.billing}; {note}" if estimate.billing else note
     return replace(estimate, credits=credits, billing=billing)
 
 
