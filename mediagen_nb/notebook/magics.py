@@ -365,29 +365,22 @@ class MediagenMagics(Magics):
         print(MediagenMagics.mediagen.__doc__)
 
     def _cmd_models(self, words: list[str]) -> Any:
+        from mediagen_nb.client.catalog import find_models
+
         kind, text = None, []
         pending = iter(words)
         for word in pending:
             if word == "--kind":
                 kind = next(pending, None)
-            elif word in KINDS and kind is None:  # %mediagen models video
-                kind = word
+                if kind not in KINDS:
+                    raise MagicError(f"--kind {kind!r}: use image, video or audio")
             elif word.startswith("-"):
                 raise MagicError(
                     f"%mediagen models: unknown option {word}; use --kind image|video|audio [TEXT]"
                 )
             else:
                 text.append(word)
-        search = " ".join(text)
-        if kind is not None and kind not in KINDS:
-            raise MagicError(f"--kind {kind!r}: use image, video or audio")
-        found = [
-            m
-            for m in SESSION.client.models()
-            if (kind is None or m.output_type == kind)
-            and search.lower() in f"{m.id} {m.name} {m.description} {m.group}".lower()
-        ]
-        return ModelTable(found)
+        return ModelTable(find_models(SESSION.client.models(), text, kind))
 
     def _cmd_model(self, words: list[str]) -> Any:
         if len(words) != 1:

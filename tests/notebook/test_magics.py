@@ -424,7 +424,7 @@ def test_models_model_history_and_usage(nb: Notebook) -> None:
     assert "zonos2" in repr(table) and "<img" in table._repr_html_()
     assert all(m.output_type == "video" for m in nb.ok("%mediagen models --kind video").models)
     videos = nb.ok("%mediagen models video").models  # a kind as the first word filters by kind
-    assert videos and all(m.output_type == "video" for m in videos)
+    assert len(videos) == 72 and all(m.output_type == "video" for m in videos)  # as `mediagen models video`
     assert [m.id for m in nb.ok("%mediagen models audio zonos").models] == ["zonos2"]
     model = nb.ok("%mediagen model gpt-image-2")
     assert isinstance(model, Model) and "quality" in model.properties
