@@ -351,7 +351,9 @@ def test_replicate_estimate_pays_nothing_then_analyze_once_and_reuse(
 
     analysis = nb.ok("%replicate {{link}} --clips 0,2 --analyze -o plan")
     assert nb.ns["plan"] is analysis and analysis.status == "ready" and analysis.blueprint is not None
-    assert "clip 0:" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert shown.count("clip 0:") == 1 and "{'framing'" not in shown  # the camera in words, once
+    assert "<table" not in analysis._repr_html_()  # the analysis card does not repeat the blueprint
     again = nb.ok("%replicate {{link}} --clips 0,2 --estimate -o plan")
     assert again.id == analysis.id and again.reused
     assert "about 40 credits: 2 clips x 20 credits" in capsys.readouterr().out
@@ -360,6 +362,8 @@ def test_replicate_estimate_pays_nothing_then_analyze_once_and_reuse(
 
     run = nb.ok("%replicate {{link}} --clips 0,2 -o rep")  # reuses the analysis: no second 5 credits
     assert run.status == "done" and run.analysis_id == analysis.id
+    shown = capsys.readouterr().out  # the plan of a reused analysis: its price, not its table again
+    assert "render: about" in shown and "clip 0:" not in shown
     assert len(nb.sent("analyze")) == 1 and [e["resource"] for e in nb.charges()].count("analysis") == 1
 
 
