@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from mediagen_nb.batch.samples import sample_file as sample_file
+    from mediagen_nb.batch.samples import sample_prompts as sample_prompts
     from mediagen_nb.batch.template import Template as Template
     from mediagen_nb.batch.template import template as template
     from mediagen_nb.batch.usage import usage as usage
@@ -34,6 +36,8 @@ _LAZY = {
     "template": "mediagen_nb.batch.template",
     "Template": "mediagen_nb.batch.template",
     "usage": "mediagen_nb.batch.usage",
+    "sample_prompts": "mediagen_nb.batch.samples",
+    "sample_file": "mediagen_nb.batch.samples",
     "uploads": "mediagen_nb.client.uploads",
     "preview_mode": "mediagen_nb.client.previews",
     # The notebook package is light: these load IPython, widgets or the client only when called.

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from mediagen_nb import __version__
-from mediagen_nb.commands import COMMANDS, Mistake, Parser, fail
+from mediagen_nb.commands import COMMANDS, REFUSED, Mistake, Parser, closed_pipe, fail
 from mediagen_nb.commands import main as one_shot
 
 APPS = {
@@ -32,23 +32,25 @@ complete -F _mediagen mediagen
 
 
 def top() -> argparse.ArgumentParser:
+    listing = "\n".join(f"  {name:<11} {text}" for name, text in {**APPS, **COMMAND_HELP}.items())
     p = Parser(
         prog="mediagen",
         description="mediagen_nb on the command line: every command uses the one connection and ledger.",
-        epilog="`mediagen COMMAND --help` for a command's options.",
+        epilog=f"commands:\n{listing}\n\n`mediagen COMMAND --help` for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"mediagen_nb {__version__}")
     p.add_argument(
-        "command",
-        choices=[*APPS, *COMMAND_HELP],
-        metavar="COMMAND",
-        help="; ".join(f"{name}: {text}" for name, text in {**APPS, **COMMAND_HELP}.items()),
+        "command", choices=[*APPS, *COMMAND_HELP], metavar="COMMAND", help="one of the commands below"
     )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if not argv:  # a bare `mediagen`: what it can do, not argparse's complaint
+        top().print_help(sys.stderr)
+        return REFUSED
     if argv[:1] in (["--version"], ["-h"], ["--help"]):
         top().parse_args(argv[:1])  # prints and exits
     try:
@@ -56,7 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     except Mistake as exc:  # with --json, a script gets its one document for this mistake too
         top().print_usage(sys.stderr)
         return fail(argparse.Namespace(json="--json" in argv, stdout=sys.stdout), "mediagen", "", str(exc), 2)
-    rest = argv[1:]
+    try:
+        return run(command, argv[1:])
+    except BrokenPipeError:
+        return closed_pipe()
+
+
+def run(command: str, rest: list[str]) -> int:
+    """Run ``command`` with its own arguments ``rest``."""
     if command == "sandbox":
         from mediagen_nb.sandbox.__main__ import main as sandbox
 

@@ -14,21 +14,24 @@ also the one line on stderr; notices go to stderr). Exit codes:
   ran out, outputs that could not be saved, a broken connection, an answer the spec does not allow.
 - 2: refused before anything was charged: a mistake to fix first (an option, an input, the key, an
   unknown id or model, the budget, the ledger, an address that cannot be reached).
+- 141: the reader of standard output went away (``| head``); nothing more is printed.
 """
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
-from contextlib import redirect_stdout
+from contextlib import redirect_stdout, suppress
 from pathlib import Path
 from typing import Any, NoReturn
 
-OK, FAILED, REFUSED, INTERRUPTED = 0, 1, 2, 130
+OK, FAILED, REFUSED, INTERRUPTED, PIPE_CLOSED = 0, 1, 2, 130, 141
 KINDS = ("image", "video", "audio")
 EXITS = (
     "exit status: 0 done; 1 the work failed (a start with no answer may have been charged: the same "
-    "command again resumes it at no charge); 2 refused before anything was charged"
+    "command again resumes it at no charge); 2 refused before anything was charged; 141 the reader of "
+    "the output went away (| head)"
 )
 
 
@@ -69,16 +72,26 @@ def _inputs(model: Any, pairs: Sequence[str]) -> dict[str, Any]:
     return parsing.parse_fields(list(pairs), model.id, model.properties, {}, {}, pairs=True).inputs
 
 
+def _model(client: Any, model_id: str) -> Any:
+    """The catalog model ``model_id``; an unknown id is one line with a "did you mean", not 130 ids."""
+    from mediagen_nb.client import NotFoundError
+    from mediagen_nb.protocol.messages import no_such_model
+
+    try:
+        return client.model(model_id)
+    except NotFoundError as exc:
+        if not exc.message.startswith("Model not found"):
+            raise
+        ids = [m.id for m in client.models()]
+        raise NotFoundError(404, no_such_model(model_id, ids, "mediagen models")) from None
+
+
 def models(args: argparse.Namespace) -> int:
     from mediagen_nb.client import current
+    from mediagen_nb.client.catalog import find_models
+    from mediagen_nb.client.resources.generation import listed_price
 
-    text = " ".join(args.text).lower()
-    found = [
-        m
-        for m in current().models()
-        if (args.kind is None or m.output_type == args.kind)
-        and text in f"{m.id} {m.name} {m.description} {m.group}".lower()
-    ]
+    found = find_models(current().models(), args.text, args.kind)
     rows = [
         {
             "id": m.id,
@@ -86,25 +99,23 @@ def models(args: argparse.Namespace) -> int:
             "group": m.group,
             "credits": m.credits,
             "varies_by": list(m.varies_by),
+            "price": listed_price(m),
         }
         for m in found
     ]
     width = max((len(m.id) for m in found), default=2)
-    lines = [
-        f"{m.id:<{width}}  {m.output_type or '':<5}  {m.credits:>4} credits"
-        + (f" (varies by {', '.join(m.varies_by)})" if m.varies_by else "")
-        for m in found
-    ]
+    lines = [f"{m.id:<{width}}  {m.output_type or '':<5}  {listed_price(m)}" for m in found]
     _emit(args, rows, "\n".join(lines) or "no model matches")
     return OK
 
 
 def model(args: argparse.Namespace) -> int:
     from mediagen_nb.client import current
+    from mediagen_nb.client.resources.generation import listed_price
 
-    found = current().model(args.id)
+    found = _model(current(), args.id)
     inputs = {name: prop for name, prop in found.properties.items()}
-    lines = [f"{found.id}: {found.name} ({found.output_type}, {found.group}), {found.credits} credits"]
+    lines = [f"{found.id}: {found.name} ({found.output_type}, {found.group}), {listed_price(found)}"]
     lines += [
         f"  {name}{' *' if name in found.required else ''}: {prop.get('type', '')}"
         + (f" one of {', '.join(map(str, prop['enum']))}" if "enum" in prop else "")
@@ -112,6 +123,7 @@ def model(args: argparse.Namespace) -> int:
         for name, prop in inputs.items()
     ]
     data = {"id": found.id, "name": found.name, "kind": found.output_type, "credits": found.credits}
+    data["price"] = listed_price(found)
     _emit(args, {**data, "input_schema": dict(found.input_schema)}, "\n".join(lines))
     return OK
 
@@ -120,7 +132,7 @@ def estimate(args: argparse.Namespace) -> int:
     from mediagen_nb.client import current
 
     client = current()
-    found = client.estimate(args.model, _inputs(client.model(args.model), args.fields))
+    found = client.estimate(args.model, _inputs(_model(client, args.model), args.fields))
     _emit(
         args,
         {"model": found.model_id, "credits": found.credits, "billing": found.billing},
@@ -166,7 +178,7 @@ def generate(args: argparse.Namespace) -> int:
     from mediagen_nb.client.ledger import via
 
     client = current()
-    values = _inputs(client.model(args.model), args.fields)
+    values = _inputs(_model(client, args.model), args.fields)
     with via("cli"):
         generation = client.run(args.model, values, reuse=True, fresh=args.fresh)
     try:
@@ -177,18 +189,31 @@ def generate(args: argparse.Namespace) -> int:
         raise AfterStart(generation, exc) from exc
 
 
-def wait(args: argparse.Namespace) -> int:
-    from mediagen_nb.client import current
+def _waited(args: argparse.Namespace, then: str) -> Any:
+    """The generation ``args.id`` once it ends, waiting at most ``--timeout`` seconds of this clock."""
+    from mediagen_nb.client import WaitTimeout, current
 
-    return _result(args, current().wait(args.id, timeout=args.timeout))
+    client = current()
+    timeout = None if args.timeout is None else args.timeout * client.settings.limits.time_scale
+    try:
+        return client.wait(args.id, timeout=timeout)
+    except WaitTimeout as exc:
+        status = getattr(exc.last, "status", "running")
+        raise WaitTimeout(
+            f"generation {args.id} is still {status} after {args.timeout:g} s; it goes on: "
+            f"`mediagen {then.format(args.id)}` (--timeout S waits longer)",
+            exc.last,
+        ) from None
+
+
+def wait(args: argparse.Namespace) -> int:
+    return _result(args, _waited(args, "wait {}"))
 
 
 def download(args: argparse.Namespace) -> int:
     """Save a generation's outputs (waiting for it first if it is still running); never charges."""
-    from mediagen_nb.client import current
-
     args.download = args.folder
-    return _result(args, current().wait(args.id, timeout=args.timeout))
+    return _result(args, _waited(args, "download {} DIR"))
 
 
 def usage(args: argparse.Namespace) -> int:
@@ -235,7 +260,9 @@ def parser(prog: str, command: str) -> argparse.ArgumentParser:
             p.add_argument("--download", type=Path, help="save the outputs in this folder")
         else:
             p.add_argument("folder", nargs="?", type=Path, default=Path("."), help="where (default: here)")
-        p.add_argument("--timeout", type=float, help="give up after this many seconds (it goes on)")
+        p.add_argument(
+            "--timeout", type=float, metavar="S", help="give up after S seconds (the generation goes on)"
+        )
     return p
 
 
@@ -281,6 +308,16 @@ def fail(args: argparse.Namespace, name: str, kind: str, message: str, code: int
     return code
 
 
+def closed_pipe() -> int:
+    """The reader of standard output went away (``mediagen models --json | head -1``): stop quietly.
+
+    Standard output is pointed at the null device, so the interpreter's last flush cannot fail again.
+    """
+    with suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return PIPE_CLOSED
+
+
 def main(command: str, argv: list[str]) -> int:
     """Run one command; a failure is one line on stderr (and a JSON document with --json)."""
     from mediagen_nb.client import MediagenError
@@ -305,6 +342,8 @@ def main(command: str, argv: list[str]) -> int:
         return fail(args, name, type(exc.error).__name__, str(exc), FAILED)
     except MediagenError as exc:
         return fail(args, name, type(exc).__name__, str(exc), exit_code(exc))
+    except BrokenPipeError:
+        raise  # the reader went away: nobody to tell (the command line stops quietly)
     except KeyboardInterrupt:
         message = "interrupted; a start already sent is in the ledger: the same command again resumes it free"
         return fail(args, name, "KeyboardInterrupt", message, INTERRUPTED)

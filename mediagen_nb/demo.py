@@ -7,7 +7,6 @@ video, each step's output URL feeding the next one.
 """
 
 import argparse
-from importlib import resources
 from pathlib import Path
 
 from mediagen_nb.client import Client, Generation, current, files
@@ -44,19 +43,15 @@ def download(generations: list[Generation], folder: Path) -> list[Path]:
     return saved
 
 
-def bundled_prompts() -> Path:
-    """The sample spreadsheet shipped with the package (12 subjects, styles, qualities, aspect ratios)."""
-    return Path(str(resources.files("mediagen_nb") / "data" / "prompts.xlsx"))
-
-
 def sweep(folder: Path) -> None:
     """Estimate, run and show the bundled spreadsheet as a gallery (via ``mediagen sweep``)."""
     from mediagen_nb.batch.cli import main as sweep_main
+    from mediagen_nb.batch.samples import sample_file
 
-    print(f"== sweep: {bundled_prompts().name} through gpt-image-2")
+    print(f"== sweep: {sample_file().name} through gpt-image-2")
     code = sweep_main(
         [
-            str(bundled_prompts()),
+            str(sample_file()),
             "--model=gpt-image-2",
             "--template=prompt=A {style} picture of {subject}",
             f"--out={folder / 'sweep-results.xlsx'}",

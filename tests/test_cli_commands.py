@@ -40,17 +40,25 @@ def charges(sandbox: Sandbox) -> list[dict[str, object]]:
     return [e for e in entries if e["kind"] == "charge"]
 
 
-def mediagen(
-    sandbox: Sandbox, tmp_path: Path, *argv: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``mediagen ARGV`` in its own process, on the sandbox, with ``env`` over the sandbox's settings."""
+MEDIAGEN = [sys.executable, "-m", "mediagen_nb.cli"]
+
+
+def environment(sandbox: Sandbox, tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment with the sandbox's settings (and ``env``) for its MEDIAGEN_ ones."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
     environ.update(
         {**sandbox.client_env(), "MEDIAGEN_LEDGER": str(tmp_path / "ledger.sqlite"), **(env or {})}
     )
+    return environ
+
+
+def mediagen(
+    sandbox: Sandbox, tmp_path: Path, *argv: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``mediagen ARGV`` in its own process, on the sandbox, with ``env`` over the sandbox's settings."""
     done = subprocess.run(
-        [sys.executable, "-m", "mediagen_nb.cli", *argv],
-        env=environ,
+        [*MEDIAGEN, *argv],
+        env=environment(sandbox, tmp_path, env),
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -148,6 +156,73 @@ def test_download_saves_a_started_generation_once_it_ends_and_charges_nothing(
     assert unknown.returncode == 2 and "NotFoundError" in unknown.stderr
 
 
+# -- the cases of issue 20: the command line does what its words say ------------------------------------
+
+
+def test_models_filters_by_kind_as_the_magic_does(sandbox: Sandbox, tmp_path: Path) -> None:
+    """``mediagen models video`` is the catalog's video models (it was a text search: 71 models, two of
+    them audio), as ``%mediagen models video`` lists them; no listed figure is shown as a price."""
+    from mediagen_nb.protocol import wire
+
+    catalog = httpx.get(f"{sandbox.base_url}{path('models')}", timeout=10).json()["data"][wire.MODELS_LIST]
+    videos = [m[wire.MODEL_ID] for m in catalog if m[wire.MODEL_OUTPUT_TYPE] == "video"]
+    listed = json.loads(mediagen(sandbox, tmp_path, "models", "video", "--json").stdout)
+    assert [m["id"] for m in listed] == videos and len(videos) == 72
+    assert [
+        m["id"] for m in json.loads(mediagen(sandbox, tmp_path, "models", "audio", "zonos", "--json").stdout)
+    ] == ["zonos2"]
+    text = mediagen(sandbox, tmp_path, "models", "--kind", "video", "lip-sync").stdout
+    assert "infinitetalk  " in text and "priced by the audio's length and resolution" in text
+    assert "credits (varies" not in text
+
+
+def test_an_unknown_model_is_one_line_with_the_nearest_id(sandbox: Sandbox, tmp_path: Path) -> None:
+    for argv in (["model", "gpt-imag-2"], ["estimate", "gpt-imag-2", "prompt=a"], ["generate", "gpt-imag-2"]):
+        done = mediagen(sandbox, tmp_path, *argv)
+        [line] = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and "did you mean gpt-image-2?" in line, argv
+        assert "flare-1-pro" not in line and "mediagen models lists all 130" in line
+
+
+def test_wait_and_download_give_up_after_their_timeout_naming_the_command(tmp_path: Path) -> None:
+    """``--timeout S`` is seconds of this clock; the message names the command that goes on waiting.
+    (A sandbox at x60 here: a hanging generation meets its 15-minute limit only after 15 s.)"""
+    with Sandbox(SandboxConfig(time_scale=60.0, seed=5)) as slow:
+        httpx.post(f"{slow.base_url}{path('sandbox_faults')}", json={"modelScript": ["hang"]}, timeout=10)
+        started = mediagen(slow, tmp_path, "generate", "flare-1-swift", "prompt=slow", "--no-wait", "--json")
+        stuck = json.loads(started.stdout)["id"]
+        for command, then in ("wait", "wait {}`"), ("download", "download {} DIR`"):
+            done = mediagen(slow, tmp_path, command, stuck, "--timeout", "0.5")
+            assert done.returncode == 1 and "still processing after 0.5 s; it goes on" in done.stderr
+            assert f"`mediagen {then.format(stuck)} (--timeout S waits longer)" in done.stderr
+            assert "wait(" not in done.stderr and not list(tmp_path.glob(f"{stuck}*"))
+
+
+def test_a_closed_pipe_ends_the_command_quietly(sandbox: Sandbox, tmp_path: Path) -> None:
+    """``mediagen models --json | head -1``: the reader goes away; no BrokenPipeError traceback."""
+    reader = subprocess.Popen(
+        [*MEDIAGEN, "models", "--json"],
+        env=environment(sandbox, tmp_path),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()  # before the command has printed anything
+    errors = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 141 and errors == ""
+
+
+def test_a_bare_mediagen_lists_its_commands(sandbox: Sandbox, tmp_path: Path) -> None:
+    from mediagen_nb.cli import APPS, COMMAND_HELP
+
+    done = mediagen(sandbox, tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("usage: mediagen")
+    assert "arguments are required" not in done.stderr
+    for name, text in {**APPS, **COMMAND_HELP}.items():
+        assert f"  {name}" in done.stderr and text in done.stderr
+
+
 # -- with --json, every failure is one JSON document on stdout, and its exit code says what it cost -------
 
 
@@ -215,8 +290,8 @@ def test_work_that_failed_is_one_json_document_exit_1(sandbox: Sandbox, tmp_path
         sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a stuck kite", "--no-wait", "--json"
     )
     stuck = json.loads(started.stdout)["id"]
-    waited = mediagen(sandbox, tmp_path, "wait", stuck, "--timeout", "60", "--json")
-    assert "can be read again" in failure(waited, "WaitTimeout", 1)
+    waited = mediagen(sandbox, tmp_path, "wait", stuck, "--timeout", "1", "--json")
+    assert f"it goes on: `mediagen wait {stuck}`" in failure(waited, "WaitTimeout", 1)
     (tmp_path / "a-file").write_text("not a folder")
     done = json.loads(
         mediagen(sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a kite", "--json").stdout

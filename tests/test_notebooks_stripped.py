@@ -3,6 +3,9 @@ no widget state, and small sample data only. (nbval runs them: ``pytest --nbval-
 """
 
 import json
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -18,7 +21,7 @@ EXPECTED = {
     "05-topic-to-video.ipynb",
     "06-resume-and-reliability.ipynb",
 }
-MAX_DATA_BYTES = 100_000  # sample data beside the notebooks stays small
+MAX_DATA_BYTES = 100_000  # the sample data shipped with the package stays small
 
 
 def test_the_teaching_notebooks_are_all_there() -> None:
@@ -56,8 +59,28 @@ def test_notebook_starts_by_saying_what_it_shows_and_where_it_runs(path: Path) -
     assert "sandbox" in first.source and "MEDIAGEN_API_KEY" in first.source
 
 
-def test_sample_data_is_small() -> None:
-    data = [p for p in (NOTEBOOKS / "data").rglob("*") if p.is_file()]
-    assert data, "notebooks/data holds the sample spreadsheet"
+def test_sample_data_ships_with_the_package_and_is_small() -> None:
+    """The notebooks read their data from the package (``mg.sample_prompts()``, ``mg.sample_file()``),
+    so they run from any folder: JupyterLab starts a kernel in the notebook's folder, papermill in the
+    caller's (issue 20: ``data/prompts.csv`` was not found)."""
+    data = [p for p in (NOTEBOOKS.parent / "mediagen_nb" / "data").rglob("*") if p.is_file()]
+    assert {p.name for p in data} >= {"prompts.csv", "prompts.xlsx"}
     for path in data:
         assert path.stat().st_size <= MAX_DATA_BYTES, f"{path} is too large for sample data"
+    for path in PATHS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                assert not re.search(r"read_(csv|excel)\(\s*[\"']", cell.source), (
+                    f"{path.name}: {cell.source[:80]}"
+                )
+
+
+def test_what_the_notebooks_and_jupyter_leave_behind_is_ignored_by_git() -> None:
+    """Checkpoints JupyterLab writes next to the notebooks, and the notebooks' outputs and ledgers."""
+    if shutil.which("git") is None or not (NOTEBOOKS.parent / ".git").exists():
+        pytest.skip("not a git checkout")
+    for left in ("notebooks/.ipynb_checkpoints/01-quickstart-checkpoint.ipynb", "notebooks/output/x.png"):
+        checked = subprocess.run(
+            ["git", "check-ignore", "-q", left], cwd=NOTEBOOKS.parent, capture_output=True, check=False
+        )
+        assert checked.returncode == 0, f"{left} is not ignored by git"

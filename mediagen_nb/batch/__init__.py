@@ -17,6 +17,8 @@ _LAZY = {
     "usage": "usage",
     "MappingError": "plan",
     "Template": "template",
+    "sample_file": "samples",
+    "sample_prompts": "samples",
     "template": "template",
 }
 

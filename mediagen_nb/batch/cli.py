@@ -39,6 +39,7 @@ TABLES_IN = (".csv", ".tsv", ".txt", *SPREADSHEETS)
 TABLES_OUT = (".csv", ".tsv", ".xlsx", ".json", ".parquet")
 OK, INCOMPLETE, REFUSED = 0, 1, 2
 SHOWN_ROWS = 8  # row numbers listed per cause
+FIRST_ROW = 2  # the sheet's number of its first row of data, below the header
 
 
 class Refused(Exception):
@@ -54,7 +55,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def read_table(path: Path, sheet: str | None = None, encoding: str = "utf-8") -> pd.DataFrame:
-    """A CSV or Excel file as a DataFrame (the first sheet unless ``sheet`` is given)."""
+    """A CSV or Excel file as a DataFrame (the first sheet unless ``sheet`` is given), its rows labelled
+    as the sheet numbers them (the header is row 1, so the first row of data is row 2)."""
     if not path.is_file():
         raise Refused(f"no such file: {path}")
     suffix = path.suffix.lower()
@@ -75,6 +77,7 @@ def read_table(path: Path, sheet: str | None = None, encoding: str = "utf-8") ->
         raise Refused(f"{path.name} cannot be read: {exc}") from None
     if df.empty:
         raise Refused(f"{path.name} has a header but no rows")
+    df.index = pd.RangeIndex(FIRST_ROW, FIRST_ROW + len(df))
     return df
 
 
@@ -209,11 +212,14 @@ def _one_line_warnings() -> Iterator[None]:
         print(f"mediagen sweep: warning: {warning.message}", file=sys.stderr)
 
 
-def causes(frame: pd.DataFrame, status: str = "status", error: str = "error") -> list[str]:
-    """Lines grouping the rows that did not succeed by status and reason, with counts and row numbers."""
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for number, (state, reason) in enumerate(zip(frame[status], frame[error], strict=True), 1):
-        if state != "succeeded":
+def causes(
+    frame: pd.DataFrame, status: str = "status", error: str = "error", ok: str = "succeeded"
+) -> list[str]:
+    """Lines grouping the rows whose status is not ``ok`` by status and reason, with counts and row
+    numbers: the frame's row labels (for a table read here, the sheet's own row numbers)."""
+    groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
+    for number, state, reason in zip(frame.index, frame[status], frame[error], strict=True):
+        if state != ok:
             groups[(str(state), str(reason) if isinstance(reason, str) else "")].append(number)
     lines = []
     for (state, reason), rows in sorted(groups.items(), key=lambda item: -len(item[1])):
@@ -246,14 +252,16 @@ def sweep(args: argparse.Namespace) -> int:
         if args.out:
             write_table(priced, args.out)
             print(f"estimate: {args.out}")
-        invalid = priced[priced["credits"].isna()]
+        invalid = priced["credits"].isna()
         args.outcome = {
             "rows": len(priced),
             "estimate": int(priced["credits"].sum()),
-            "invalid": len(invalid),
+            "invalid": int(invalid.sum()),
         }
-        if len(invalid):
-            reasons = causes(invalid.assign(status="invalid"))
+        if invalid.any():
+            reasons = causes(
+                priced.assign(status=invalid.map({True: "invalid", False: "priced"})), ok="priced"
+            )
             print("mediagen sweep: some rows cannot be sent:\n" + "\n".join(reasons), file=sys.stderr)
             return INCOMPLETE
         return OK

@@ -34,6 +34,7 @@ from mediagen_nb.client.errors import (
     WebhookError,
     WorkFailed,
 )
+from mediagen_nb.client.html import Media
 from mediagen_nb.client.inbox import WebhookInbox
 from mediagen_nb.client.ledger import Ledger, LedgerError
 from mediagen_nb.client.pacing import Limits
@@ -79,6 +80,7 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "Limits",
+    "Media",
     "MediagenError",
     "Model",
     "ModerationError",

@@ -4,7 +4,7 @@ Operations of every API start here: the model's record (cached per client), the 
 the service's own messages, media URLs the service can read. Nothing in this module charges.
 """
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -20,6 +20,28 @@ from mediagen_nb.client.resources import Model
 from mediagen_nb.client.steps import CATALOG, Call, Op, Record, records_here
 from mediagen_nb.protocol import messages, schema, wire
 from mediagen_nb.protocol.limits import LENGTH_BILLED_EXTENSIONS
+
+KINDS = ("image", "video", "audio")  # a model's output kind
+
+
+def find_models(models: Iterable[Model], words: Sequence[str] = (), kind: str | None = None) -> list[Model]:
+    """The models ``%mediagen models`` and ``mediagen models`` list, in catalog order.
+
+    ``kind`` (or a bare ``image``, ``video`` or ``audio`` among ``words``, as in ``models video``)
+    keeps the models of that output kind; every other word must appear in the id, name, description
+    or group.
+    """
+    terms = [word.lower() for word in words]
+    named = [term for term in terms if term in KINDS]
+    if kind is None and named:
+        kind = named[0]
+        terms.remove(kind)
+    return [
+        m
+        for m in models
+        if (kind is None or m.output_type == kind)
+        and all(term in f"{m.id} {m.name} {m.description} {m.group}".lower() for term in terms)
+    ]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from mediagen_nb.client.catalog import Catalog, Measured
 from mediagen_nb.client.checks import checked_id
 from mediagen_nb.client.core import Paid
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
-from mediagen_nb.client.steps import START, Call, Op, Record
+from mediagen_nb.client.steps import START, Call, Op, Pause, Record
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
 
@@ -61,7 +61,11 @@ class Generations(Catalog):
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
         estimate = Estimate.from_api(data)
-        return estimate if measured is None else measured_price(estimate, measured)
+        return (
+            estimate
+            if measured is None or model is None
+            else measured_price(estimate, measured, model, values)
+        )
 
     def known(self, model_id: Any) -> Op[Model | None]:
         """The catalog's record of ``model_id`` (the cached catalog), or None: the service says why."""
@@ -211,23 +215,37 @@ class Generations(Catalog):
         """Long-poll (``wait=55``) until the generation ends; never short-polls.
 
         ``timeout`` is in service seconds (default: the service's 30-minute hard limit and a margin,
-        after which it can only be stuck); past it WaitTimeout carries the last reading. The result
-        may have failed: see ``raise_for_status``.
+        after which it can only be stuck); past it WaitTimeout carries the last reading. A rest of the
+        timeout shorter than the service's shortest hold (5 s) is waited here and followed by one
+        read, so the wait ends on time. The result may have failed: see ``raise_for_status``.
         """
         generation_id = generation.id if isinstance(generation, Generation) else str(generation)
         reused = isinstance(generation, Generation) and generation.reused
         timeout = GENERATION_WAIT if timeout is None else timeout
         deadline = time.monotonic() + self._real(timeout)
-        while True:
-            left = (deadline - time.monotonic()) * self.settings.limits.time_scale
-            hold = int(min(spec_limits.WAIT_MAX_SECONDS, max(spec_limits.WAIT_MIN_SECONDS, left)))
+        scale = self.settings.limits.time_scale
+
+        def read(hold: int | None) -> Op[Generation]:
             current = yield from self.generation(generation_id, wait=hold)
             current = replace(current, reused=reused)
             if on_update is not None:
                 on_update(current)
+            return current
+
+        while True:
+            left = (deadline - time.monotonic()) * scale
+            hold = (
+                int(min(spec_limits.WAIT_MAX_SECONDS, left)) if left >= spec_limits.WAIT_MIN_SECONDS else None
+            )
+            current = yield from read(hold)
+            rest = deadline - time.monotonic()
+            if not current.done and 0 < rest * scale < spec_limits.WAIT_MIN_SECONDS:
+                yield Pause(rest)  # too short for another hold: wait it out here, then read once more
+                current = yield from read(None)
+                rest = 0.0
             if current.done:
                 return current
-            if time.monotonic() >= deadline:
+            if rest <= 0:
                 raise errors.WaitTimeout(
                     f"generation {generation_id} is still {current.status} after {timeout:g} s; it goes on "
                     "and can be read again by id (wait(..., timeout=) waits longer)",
@@ -270,17 +288,27 @@ class Generations(Catalog):
         return finished.raise_for_status()
 
 
-def measured_price(estimate: Estimate, measured: Measured) -> Estimate:
+def measured_price(
+    estimate: Estimate, measured: Measured, model: Model, values: Mapping[str, Any]
+) -> Estimate:
     """The estimate of a file measured here, from the service's price of the 30 s it assumes for a
-    file it cannot read: per started second, the way the service bills the file's length."""
+    file it cannot read: per started second, the way the service bills the file's length.
+
+    Its billing text is ours: the service's describes the stand-in URL it could not read, not the file.
+    """
     per_second = Fraction(estimate.credits) / Fraction(spec_limits.ESTIMATE_FALLBACK_SECONDS)
     seconds = math.ceil(round(measured.seconds, 6))
     credits = max(1, math.ceil(per_second * seconds))
-    note = (
-        f"{measured.field}: {measured.name} measured here ({measured.seconds:.2f} s, not uploaded); "
-        f"priced from the service's {estimate.credits} credits for 30 s"
+    others = [
+        f"{name} {values.get(name, model.properties.get(name, {}).get('default'))}"
+        for name in model.varies_by
+        if name != measured.field
+    ]
+    at = f" at {', '.join(others)}" if others else ""
+    billing = (
+        f"{measured.field}: {measured.name} measured here ({measured.seconds:.2f} s, not uploaded){at}; "
+        f"priced per started second from the service's {estimate.credits} credits for 30 s"
     )
-    billing = f"{estimate.billing}; {note}" if estimate.billing else note
     return replace(estimate, credits=credits, billing=billing)
 
 

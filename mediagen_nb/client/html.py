@@ -5,6 +5,7 @@ VS Code; media are lazy-loaded so a table of a thousand results stays light.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 from urllib.parse import urlsplit
 
@@ -53,9 +54,13 @@ def media(url: object, kind: str | None, *, width: int | None = None) -> str:
 
 
 def link(url: object, text: str | None = None) -> str:
+    """An ``<a>`` to ``url`` through the preview path (a sandbox's page, proxied where the browser needs
+    it), showing the URL itself unless ``text`` is given; plain text when it is no http(s) URL."""
     src = safe_url(url)
     if src is None:
         return escape(str(text or url or ""))
+    if isinstance(url, str):
+        src = escape(previews.shown(url.strip(), None), quote=True)
     return f'<a href="{src}" target="_blank" rel="noopener noreferrer">{escape(text or str(url))}</a>'
 
 
@@ -77,3 +82,23 @@ def error_line(error: object) -> str:
     if not error:
         return ""
     return f'<div style="color:#cf222e">{escape(str(error))}</div>'
+
+
+@dataclass(frozen=True)
+class Media:
+    """A media URL as a notebook output: an image, a video or audio player, through the preview path.
+
+    ``mg.Media(run.compare_video_url, width=480)`` instead of a hand-made ``<video>`` or IPython's
+    ``Video(url)``: a sandbox's media then play on Binder and JupyterHub too (see ``preview_mode``).
+    ``kind`` is ``image``, ``video`` or ``audio`` (default: from the URL's extension).
+    """
+
+    url: str
+    kind: str | None = None
+    width: int | None = None
+    caption: str | None = None
+
+    def _repr_html_(self) -> str:
+        shown = media(self.url, self.kind or previews.kind_of(self.url), width=self.width)
+        caption = f"<figcaption>{escape(self.caption)}</figcaption>" if self.caption else ""
+        return f'<figure style="margin:0 0 8px 0">{shown}{caption}</figure>'

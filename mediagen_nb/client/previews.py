@@ -65,7 +65,8 @@ def _resolved() -> str:
 
 
 def shown(url: str, kind: str | None) -> str:
-    """The URL a browser should load for ``url`` (a ``kind`` of image, audio or video) in this mode."""
+    """The URL a browser should load for ``url`` (a ``kind`` of image, audio or video) in this mode;
+    ``kind`` None is a link (a share page, a history row): proxied like media, never inlined."""
     if not on_this_machine(url):
         return url
     parts = urlsplit(url)
@@ -74,9 +75,15 @@ def shown(url: str, kind: str | None) -> str:
         prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
         query = f"?{parts.query}" if parts.query else ""
         return f"{prefix.rstrip('/')}/proxy/{parts.port}{parts.path}{query}"
-    if mode == "inline":
+    if mode == "inline" and kind in MIME:
         return _inline(url, kind) or url
     return url
+
+
+def kind_of(url: str) -> str | None:
+    """``image``, ``audio`` or ``video`` by the URL's file extension, or None."""
+    mime = _EXTENSION_MIME.get(os.path.splitext(urlsplit(url).path)[1].lower())
+    return mime.split("/", 1)[0] if mime else None
 
 
 def _inline(url: str, kind: str | None) -> str | None:

@@ -74,15 +74,10 @@ def model_of(client: Any, model_id: str) -> Any:
     except NotFoundError as exc:
         if not exc.message.startswith("Model not found"):
             raise
-        from mediagen_nb.protocol.messages import closest
+        from mediagen_nb.protocol.messages import no_such_model
 
         ids = [m.id for m in client.models()]
-        close = closest(model_id, ids)
-        hint = f"; did you mean {close}?" if close else ""
-        raise MagicError(
-            f"404 Model not found: {model_id!r}{hint} (%mediagen models lists all {len(ids)})",
-            "NotFoundError",
-        ) from None
+        raise MagicError(f"404 {no_such_model(model_id, ids, '%mediagen models')}", "NotFoundError") from None
 
 
 class Started:

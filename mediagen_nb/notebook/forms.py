@@ -309,7 +309,7 @@ class Form:
             estimate = self.client.estimate(self.model.id, asked)
         except MediagenError as exc:
             return None, f"{listed_price(self.model)}; no estimate ({exc.message})"
-        self._prices[key] = (estimate.credits, quote(self.model, estimate.credits))
+        self._prices[key] = (estimate.credits, quote(self.model, estimate))
         return self._prices[key]
 
     def _show_price(self) -> None:

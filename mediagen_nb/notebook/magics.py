@@ -220,7 +220,7 @@ class MediagenMagics(Magics):
                 analysis = started.item
                 if analysis.status == "failed":
                     raise WorkFailed(analysis)  # its 5 credits were refunded
-                self._show_plan(analysis, body)
+                self._show_plan(analysis, body, table=bool(flags.get("--analyze")) or not analysis.reused)
                 if flags.get("--analyze"):
                     return
                 run = client.replicate(
@@ -267,8 +267,9 @@ class MediagenMagics(Magics):
         except ValueError:
             raise MagicError(f"--clips {raw!r}: give clip indexes counted from 0, like 0,2,5") from None
 
-    def _show_plan(self, analysis: Any, body: dict[str, Any]) -> None:
-        """The blueprint as a table and what rendering will cost, before anything is charged for it."""
+    def _show_plan(self, analysis: Any, body: dict[str, Any], *, table: bool = True) -> None:
+        """What rendering will cost, before anything is charged for it, after the blueprint as a table
+        unless ``table`` is false (an analysis reused from an earlier cell, whose table was shown there)."""
         from mediagen_nb.protocol import replication as rules
 
         client = SESSION.client
@@ -291,10 +292,11 @@ class MediagenMagics(Magics):
         if is_rich(self.shell):
             from IPython.display import HTML, display
 
-            blueprint = analysis.blueprint._repr_html_() if analysis.blueprint is not None else ""
+            shown = table and analysis.blueprint is not None
+            blueprint = analysis.blueprint._repr_html_() if shown else ""
             display(HTML(f"{blueprint}<div>{escape(cost)}</div>"))
         else:
-            for row in analysis.blueprint.rows() if analysis.blueprint is not None else []:
+            for row in analysis.blueprint.rows() if table and analysis.blueprint is not None else []:
                 print(
                     f"  clip {row['clip']}: {row['start']}-{row['end']} s  {row['camera']}  {row['prompt']}"
                 )
@@ -365,29 +367,22 @@ class MediagenMagics(Magics):
         print(MediagenMagics.mediagen.__doc__)
 
     def _cmd_models(self, words: list[str]) -> Any:
+        from mediagen_nb.client.catalog import find_models
+
         kind, text = None, []
         pending = iter(words)
         for word in pending:
             if word == "--kind":
                 kind = next(pending, None)
-            elif word in KINDS and kind is None:  # %mediagen models video
-                kind = word
+                if kind not in KINDS:
+                    raise MagicError(f"--kind {kind!r}: use image, video or audio")
             elif word.startswith("-"):
                 raise MagicError(
                     f"%mediagen models: unknown option {word}; use --kind image|video|audio [TEXT]"
                 )
             else:
                 text.append(word)
-        search = " ".join(text)
-        if kind is not None and kind not in KINDS:
-            raise MagicError(f"--kind {kind!r}: use image, video or audio")
-        found = [
-            m
-            for m in SESSION.client.models()
-            if (kind is None or m.output_type == kind)
-            and search.lower() in f"{m.id} {m.name} {m.description} {m.group}".lower()
-        ]
-        return ModelTable(found)
+        return ModelTable(find_models(SESSION.client.models(), text, kind))
 
     def _cmd_model(self, words: list[str]) -> Any:
         if len(words) != 1:

@@ -9,6 +9,7 @@ import re
 import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 from mediagen_nb.protocol.messages import closest
@@ -26,7 +27,7 @@ def lookup(path: str, namespace: Mapping[str, Any]) -> Any:
     """The value of ``name`` or ``name.attr.attr`` in ``namespace`` (attributes only, no calls)."""
     name, *attrs = path.split(".")
     if name not in namespace:
-        close = closest(name, [n for n in namespace if not n.startswith("_")])
+        close = closest(name, [n for n, value in namespace.items() if _a_value(n, value)])
         hint = f"; did you mean {{{{{close}}}}}?" if close else ""
         raise OptionError(f"{{{{{path}}}}}: there is no variable named {name!r}{hint}")
     value = namespace[name]
@@ -35,6 +36,12 @@ def lookup(path: str, namespace: Mapping[str, Any]) -> Any:
             raise OptionError(f"{{{{{path}}}}}: {type(value).__name__} has no attribute {attr!r}")
         value = getattr(value, attr)
     return value
+
+
+def _a_value(name: str, value: Any) -> bool:
+    """A name worth suggesting for ``{{name}}``: a value of the user's, not a module, a function or
+    one of IPython's own helpers (``open``, ``exit``, ``get_ipython``): ``{{nope}}`` is no ``{{open}}``."""
+    return not name.startswith("_") and not callable(value) and not isinstance(value, ModuleType)
 
 
 def _text(value: Any) -> str:

@@ -11,8 +11,11 @@ minimum ("from N"): the catalog does not say it is one.
 from collections.abc import Mapping
 from typing import Any
 
-from mediagen_nb.client import Model
+from mediagen_nb.client import Estimate, Model
+from mediagen_nb.client.resources.generation import billed, listed_price
 from mediagen_nb.protocol.schema import media_kind
+
+__all__ = ["billed", "listed_price", "price_inputs", "quote", "stand_in"]
 
 
 def price_inputs(model: Model) -> list[str]:
@@ -21,34 +24,12 @@ def price_inputs(model: Model) -> list[str]:
     return [name for name in names if name]
 
 
-def billed(model: Model) -> str:
-    """`` (billed per option)``: the pricing type in words, or nothing."""
-    kind = model.pricing.type if model.pricing is not None else None
-    return f" (billed {kind.replace('_', ' ')})" if kind else ""
-
-
-def listed_price(model: Model) -> str:
-    """The catalog's price, with no request: ``N credits per run``, else what the price depends on.
-
-    A length-billed model says it is priced by its file's length (its listed figure is the price of
-    some length the catalog does not name); another priced model shows its figure as the listing.
-    """
-    if model.pricing is None:
-        return f"{model.credits} credits per run"
-    media = model.length_billed_field
-    others = [name for name in model.varies_by if name != media]
-    if media is not None:
-        kind = media_kind(model.properties.get(media, {})) or "media"
-        named = "" if kind == media else f" ({media})"
-        rest = f" and {', '.join(others)}" if others else ""
-        return f"priced by the {kind}'s length{named}{rest}{billed(model)}"
-    varies = ", ".join(others) or "input"
-    return f"varies by {varies}{billed(model)}; listed at {model.credits} credits"
-
-
-def quote(model: Model, credits: int) -> str:
-    """The price of one input: ``16 credits (billed per media second)``."""
-    return f"{credits} credits{billed(model)}"
+def quote(model: Model, estimate: Estimate) -> str:
+    """The price of one input and the service's words on how it is billed, which name the inputs
+    that set it: ``16 credits: 2 credits per second of input audio at resolution 480p, for 8 s measured``."""
+    if estimate.billing:
+        return f"{estimate.credits} credits: {estimate.billing}"
+    return f"{estimate.credits} credits{billed(model)}"
 
 
 def stand_in(prop: Any) -> Any:

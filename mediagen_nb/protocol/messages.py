@@ -86,6 +86,13 @@ def closest(name: str, options: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
+def no_such_model(model_id: str, ids: list[str], listing: str) -> str:
+    """Ours: an unknown model id in one short line with the nearest id, not the catalog's every id."""
+    near = closest(model_id, ids)
+    hint = f"; did you mean {near}?" if near else ""
+    return f"Model not found: {model_id!r}{hint} ({listing} lists all {len(ids)})"
+
+
 def not_an_input(field: str, model_id: str, inputs: Iterable[str]) -> str:
     """Ours: an input name the model's schema does not have, with the nearest one."""
     near = closest(field, inputs)

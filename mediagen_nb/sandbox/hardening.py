@@ -4,8 +4,9 @@ Nothing the sandbox serves is a live document: every response says ``nosniff`` a
 Content-Security-Policy that allows no script, style, frame or plugin and sandboxes the page, so a
 file opened in a browser (an upload, a JSON answer, a stand-in web-app page) can never run code on
 the sandbox's address, nor on a Jupyter server's address when the browser comes through
-jupyter-server-proxy. Through such a proxy (it adds ``X-Forwarded-Context``) only media are served:
-previews need nothing else. A client that goes away mid-request ends it quietly, with nothing logged.
+jupyter-server-proxy. Through such a proxy (it adds ``X-Forwarded-Context``) only reads of media and of
+the web app's stand-in pages (a run's share link: static text, no script) are served: previews and
+their links need nothing else. A client that goes away mid-request ends it quietly, with nothing logged.
 """
 
 from starlette.requests import ClientDisconnect
@@ -22,18 +23,20 @@ SECURITY_HEADERS = [
 _SECURITY_NAMES = frozenset(name for name, _ in SECURITY_HEADERS)
 # What jupyter-server-proxy adds to every request it passes on (the path it serves the sandbox under).
 PROXY_HEADERS = frozenset({b"x-forwarded-context", b"x-proxycontextpath"})
-MEDIA_PREFIXES = tuple(
-    PATHS[name].split("{", 1)[0] for name in ("sandbox_media", "sandbox_samples", "sandbox_upload")
+PROXY_READABLE = tuple(
+    PATHS[name].split("{", 1)[0]
+    for name in ("sandbox_media", "sandbox_samples", "sandbox_upload", "sandbox_app")
 )
 ONLY_MEDIA_THROUGH_A_PROXY = (
     "Through a proxy the sandbox serves only its media (/_sandbox/media/, /_sandbox/samples/, "
-    "/_sandbox/uploads/<name>); call the API and the controls at the sandbox's own address"
+    "/_sandbox/uploads/<name>) and its web-app stand-ins (/_sandbox/app/); call the API and the "
+    "controls at the sandbox's own address"
 )
 
 
 def _media_read(scope: Scope) -> bool:
-    """A GET (or HEAD) of one media file: the only requests a proxy may pass on."""
-    return scope.get("method") in ("GET", "HEAD") and str(scope.get("path", "")).startswith(MEDIA_PREFIXES)
+    """A GET (or HEAD) of one media file or stand-in page: the only requests a proxy may pass on."""
+    return scope.get("method") in ("GET", "HEAD") and str(scope.get("path", "")).startswith(PROXY_READABLE)
 
 
 class Hardened:

@@ -69,6 +69,14 @@ def _ratio(ratio: float) -> str:
 
 
 @dataclass(frozen=True)
+class Media:
+    """The length a length-billed input was priced for: measured, or assumed by an estimate."""
+
+    seconds: float | None = None
+    assumed: bool = False
+
+
+@dataclass(frozen=True)
 class Multiplier:
     """Scales a price by the value of one enum or boolean input, e.g. ``resolution``."""
 
@@ -137,15 +145,19 @@ class PriceRule:
         """The input a listed price is quoted for: the schema defaults (text rules add a text)."""
         return dict(defaults)
 
-    def head(self, model: ModelSpec, defaults: Mapping[str, Any]) -> str:
-        """The first clause of :func:`billing_text`."""
+    def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
+        """The first clause of :func:`billing_text`: the rate at ``values``, and the amount it applies to."""
         raise NotImplementedError
 
-    def _rate_at_defaults(self, rate: float, defaults: Mapping[str, Any]) -> tuple[float, str]:
-        """A per-unit rate scaled to the default options, and the ``" at resolution 720p"`` saying so."""
+    def caveat(self, model: ModelSpec, media: Media) -> str:
+        """What the figure rests on that a run would not accept (an assumed length), or nothing."""
+        return ""
+
+    def _rate_at(self, rate: float, values: Mapping[str, Any]) -> tuple[float, str]:
+        """A per-unit rate scaled to the options in ``values``, and its ``" at resolution 720p"``."""
         at = ""
         for multiplier in self.multipliers:
-            value: Option = defaults[multiplier.field]  # every multiplied input has a default
+            value: Option = values[multiplier.field]  # every multiplied input has a default
             rate *= multiplier.factor(value)
             at += f" {'with' if isinstance(value, bool) else 'at'} {multiplier.setting(value)}"
         return rate, at
@@ -164,7 +176,7 @@ class Flat(PriceRule):
     def amount(self, values: Mapping[str, Any], media_seconds: float | None) -> float:
         return self.credits
 
-    def head(self, model: ModelSpec, defaults: Mapping[str, Any]) -> str:
+    def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
         return f"{_credits(self.credits)} per {_unit(model)}"
 
 
@@ -189,19 +201,19 @@ class PerOption(PriceRule):
                 return credits
         raise ValueError(f"no price for {self.field}={value!r}")
 
-    def head(self, model: ModelSpec, defaults: Mapping[str, Any]) -> str:
-        default = defaults.get(self.field, self.prices[0][0])
+    def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
+        chosen = values.get(self.field, self.prices[0][0])
 
         def at(option: Option) -> int:
-            return self.quote({**defaults, self.field: option}, None)
+            return self.quote({**values, self.field: option}, None)
 
-        sep = " " if isinstance(default, str) else ": "
+        sep = " " if isinstance(chosen, str) else ": "
         rest = ", ".join(
-            f"{_label(self.field, o)}{sep}{at(o)}" for o, _ in self.prices if not same_option(o, default)
+            f"{_label(self.field, o)}{sep}{at(o)}" for o, _ in self.prices if not same_option(o, chosen)
         )
-        more = self._rate_at_defaults(1.0, defaults)[1]
+        more = self._rate_at(1.0, values)[1]
         more = more.replace(" at ", " and ", 1) if more.startswith(" at ") else more
-        return f"{_credits(at(default))} per {_unit(model)} at {self.field} {default}{more} ({rest})"
+        return f"{_credits(at(chosen))} per {_unit(model)} at {self.field} {chosen}{more} ({rest})"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,13 +235,26 @@ class PerMediaSecond(PriceRule):
         seconds = ESTIMATE_FALLBACK_SECONDS if media_seconds is None else media_seconds
         return self.rate * math.ceil(round(seconds, 6))
 
-    def head(self, model: ModelSpec, defaults: Mapping[str, Any]) -> str:
+    def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
         from mediagen_nb.sandbox.catalog.model import media_kind  # catalog.model imports this module
 
-        rate, at = self._rate_at_defaults(self.rate, defaults)
+        rate, at = self._rate_at(self.rate, values)
         noun = media_kind(model.input_schema["properties"][self.field]) or "media"
         named = "" if noun == self.field else f" ({self.field})"
-        return f"{_credits(rate)} per second of input {noun}{named}{at}"
+        per = f"{_credits(rate)} per second of input {noun}{named}{at}"
+        if media.seconds is None:
+            return per
+        return (
+            f"{per}, for {math.ceil(round(media.seconds, 6))} s {'assumed' if media.assumed else 'measured'}"
+        )
+
+    def caveat(self, model: ModelSpec, media: Media) -> str:
+        from mediagen_nb.sandbox.catalog.model import media_kind
+
+        if not media.assumed:
+            return ""
+        noun = media_kind(model.input_schema["properties"][self.field]) or "media"
+        return f"the {noun}'s length could not be read, so it was assumed; a run would refuse this file"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,9 +275,12 @@ class PerTextLength(PriceRule):
     def reference_input(self, defaults: Mapping[str, Any]) -> dict[str, Any]:
         return {**defaults, self.field: "x" * REFERENCE_TEXT_CHARS}
 
-    def head(self, model: ModelSpec, defaults: Mapping[str, Any]) -> str:
-        credits, at = self._rate_at_defaults(self.credits, defaults)
-        return f"{_credits(credits)} per {self.chars} characters of {self.field}{at}"
+    def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
+        credits, at = self._rate_at(self.credits, values)
+        length = len(str(values.get(self.field) or ""))
+        return (
+            f"{_credits(credits)} per {self.chars} characters of {self.field}{at}, for {length:,} characters"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,10 +297,10 @@ class PerOutputSecond(PriceRule):
     def amount(self, values: Mapping[str, Any], media_seconds: float | None) -> float:
         return self.rate * float(values[self.field])
 
-    def head(self, model: ModelSpec, defaults: Mapping[str, Any]) -> str:
-        rate, at = self._rate_at_defaults(self.rate, defaults)
-        default = f", default {defaults[self.field]:g} s" if self.field in defaults else ""
-        return f"{_credits(rate)} per second of {model.kind}{at} (length set by {self.field}{default})"
+    def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
+        rate, at = self._rate_at(self.rate, values)
+        length = float(values[self.field])
+        return f"{_credits(rate)} per second of {model.kind}{at}, for {self.field} {length:g} s"
 
 
 PRICING_TYPES: tuple[str, ...] = tuple(
@@ -300,11 +328,23 @@ def price(model: ModelSpec, input: Mapping[str, Any], media_seconds: float | Non
     return model.rule.quote(values, media_seconds)
 
 
-def billing_text(model: ModelSpec) -> str:
-    """One sentence on how ``model`` is billed (the estimate's billing text).
+def billing_text(
+    model: ModelSpec, input: Mapping[str, Any], media_seconds: float | None = None, *, assumed: bool = False
+) -> str:
+    """One sentence on how this input of ``model`` is billed (the estimate's billing text).
 
-    E.g. ``"4 credits per second of input audio at resolution 720p; 720p costs twice 480p"``.
+    It names the inputs that set the price with their values and the measured length of a
+    length-billed file (or the 30 s assumed when it cannot be read), how the other options compare,
+    and last that a run would refuse a file whose length was assumed: ``"2 credits per second of
+    input audio at resolution 480p, for 12 s measured; 720p costs twice 480p"``. So one estimate's
+    text is true of every input sharing its values of ``varies_by`` (a sweep prices those with one).
     """
-    defaults = input_defaults(model.input_schema)
-    parts = [model.rule.head(model, defaults), *(m.phrase() for m in model.rule.multipliers)]
+    values = {**input_defaults(model.input_schema), **input}
+    media = Media(media_seconds, assumed)
+    rule = model.rule
+    parts = [
+        rule.head(model, values, media),
+        *(m.phrase() for m in rule.multipliers),
+        rule.caveat(model, media),
+    ]
     return "; ".join(part for part in parts if part)

@@ -62,10 +62,24 @@ def test_every_row_invalid_exits_1_with_the_reason_and_charges_nothing(
     sheet.write_text("prompt,quality\na,ultra\nb,ultra\n")
     code, _, err = cli(str(sheet), "--model=gpt-image-2")
     assert code == 1
-    assert "2 invalid: quality must be one of: low, medium, high (rows 1, 2)" in err
+    assert "2 invalid: quality must be one of: low, medium, high (rows 2, 3)" in err  # the header is row 1
     code, _, err = cli(str(sheet), "--model=gpt-image-2", "--estimate")
-    assert code == 1 and "2 invalid: quality must be one of" in err
+    assert code == 1 and "2 invalid: quality must be one of: low, medium, high (rows 2, 3)" in err
     assert service.charges() == {}
+
+
+def test_rows_are_numbered_as_the_sheet_numbers_them_with_or_without_estimate(
+    cli: Cli, service: Service, tmp_path: Path
+) -> None:
+    """Issue 20: ``--estimate`` numbered the invalid rows among themselves (rows 1, 2 for rows 3, 5)."""
+    sheet = tmp_path / "mixed.csv"
+    sheet.write_text("prompt,quality\na,low\nb,ultra\nc,low\nd,ultra\n")
+    code, printed, err = cli(str(sheet), "--model=gpt-image-2", "--estimate")
+    assert code == 1 and "2 invalid: quality must be one of: low, medium, high (rows 3, 5)" in err
+    assert "largest rows: row 2: 3, row 4: 3" in printed  # the same numbers in the estimate's summary
+    code, _, err = cli(str(sheet), "--model=gpt-image-2")
+    assert code == 1 and "(rows 3, 5)" in err
+    assert service.net_spent() == 6
 
 
 @pytest.mark.parametrize(

@@ -189,7 +189,8 @@ async def test_blueprint_rows(h: Harness) -> None:
     assert all(a["end"] == b["start"] for a, b in itertools.pairwise(rows))
     assert rows[-1]["end"] == pytest.approx(ready.duration_seconds, abs=0.05)
     assert all(isinstance(r["prompt"], str) and r["prompt"] for r in rows)
-    assert all({"framing", "movement"} <= set(r["camera"]) for r in rows)
+    cameras = [clip["camera"] for clip in ready.blueprint.clips]  # {"framing": ..., "movement": ...}
+    assert [r["camera"] for r in rows] == [f"{c['framing']}, {c['movement']}" for c in cameras]  # readable
 
 
 @pytest.mark.anyio

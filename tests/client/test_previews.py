@@ -55,3 +55,43 @@ def test_inline_keeps_pictures_in_the_output(served: Sandbox, monkeypatch: pytes
     monkeypatch.setattr(previews, "INLINE_LIMIT", 1000)  # a larger voice stays a link to its player
     voice = f"{served.base_url}{path('sandbox_samples', name='voice.wav')}"
     assert f'src="{voice}"' in html.media(voice, "audio")
+
+
+def test_links_and_media_made_in_a_notebook_take_the_preview_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20: a replica's share link, ``%mediagen history`` links and hand-made players went to
+    127.0.0.1 on Binder. Links are proxied like media (never inlined); ``mg.Media`` is the player."""
+    from mediagen_nb.client import Media, ReplicationRun
+    from mediagen_nb.notebook.tables import HistoryTable
+
+    monkeypatch.setenv("JUPYTERHUB_SERVICE_PREFIX", "/user/ada/")
+    previews.preview_mode("proxy")
+    base, proxied = "http://127.0.0.1:8765", "/user/ada/proxy/8765"
+    run = ReplicationRun.from_api(
+        {
+            "id": "run-1",
+            "status": "done",
+            "outputVideoUrl": f"{base}/_sandbox/media/replica.mp4",
+            "compareVideoUrl": f"{base}/_sandbox/media/compare.mp4",
+            "shareUrl": f"{base}/_sandbox/app/r/run-1",
+        }
+    )
+    card = run._repr_html_()
+    assert f'href="{proxied}/_sandbox/app/r/run-1"' in card
+    assert f'src="{proxied}/_sandbox/media/compare.mp4"' in card and f'"{base}' not in card
+    history = HistoryTable([run])._repr_html_()
+    assert f'href="{proxied}/_sandbox/media/replica.mp4"' in history and f'"{base}' not in history
+    player = Media(f"{base}/_sandbox/media/talk.mp4", width=480, caption="a <b>cut</b>")._repr_html_()
+    assert f'<video src="{proxied}/_sandbox/media/talk.mp4"' in player
+    assert "max-width:480px" in player and "a &lt;b&gt;cut&lt;/b&gt;" in player
+    assert (
+        f'<img src="{proxied}/_sandbox/media/face.png"'
+        in Media(f"{base}/_sandbox/media/face.png")._repr_html_()
+    )
+    previews.preview_mode("inline")  # a page cannot be inlined: the link stays a link
+    assert html.link(f"{base}/_sandbox/app/r/run-1") == (
+        f'<a href="{base}/_sandbox/app/r/run-1" target="_blank" rel="noopener noreferrer">'
+        f"{base}/_sandbox/app/r/run-1</a>"
+    )
+    previews.preview_mode("direct")
+    public = "https://example.org/v.mp4"
+    assert f'href="{public}"' in html.link(public) and f'src="{public}"' in Media(public)._repr_html_()

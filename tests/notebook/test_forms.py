@@ -244,10 +244,11 @@ def test_priced_model_estimates_once_per_priced_value(counted: tuple[Client, Req
     client, requests = counted
     f = Form("gpt-image-2", client=client, debounce=60)  # no live timer: price() is called here
     try:
-        assert f.price() == (8, "8 credits (billed per option)")  # no prompt yet: it does not price
+        medium = (8, "8 credits: 8 credits per image at quality medium (low 3, high 25)")
+        assert f.price() == medium  # no prompt yet: it does not matter to the price
         assert requests.to("/estimate") == 1
         f.set(prompt="A studio portrait")
-        assert f.price() == (8, "8 credits (billed per option)")  # one price, not the model's price list
+        assert f.price() == medium  # the price of what is chosen, naming it
         assert f.price()[0] == 8
         f.set(prompt="Another portrait", aspect_ratio="3:2")  # not priced inputs: no new estimate
         assert f.price()[0] == 8

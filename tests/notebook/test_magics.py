@@ -92,6 +92,9 @@ def test_unknown_name_is_an_error_and_nothing_is_sent(nb: Notebook) -> None:
     assert "portrat" in message and "did you mean {{portrait}}" in message
     message = nb.usage_error("%%generate gpt-image-2\n{{portrait.url}}")
     assert "str has no attribute 'url'" in message
+    assert "open" in nb.ns  # IPython's own helper: no value of the user's, never a suggestion (issue 20)
+    message = nb.usage_error("%%generate gpt-image-2\na photo of {{nope}}")
+    assert message == "{{nope}}: there is no variable named 'nope'"
     assert nb.sent("run") == [] and nb.sent("estimate") == []
 
 
@@ -348,7 +351,9 @@ def test_replicate_estimate_pays_nothing_then_analyze_once_and_reuse(
 
     analysis = nb.ok("%replicate {{link}} --clips 0,2 --analyze -o plan")
     assert nb.ns["plan"] is analysis and analysis.status == "ready" and analysis.blueprint is not None
-    assert "clip 0:" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert shown.count("clip 0:") == 1 and "{'framing'" not in shown  # the camera in words, once
+    assert "<table" not in analysis._repr_html_()  # the analysis card does not repeat the blueprint
     again = nb.ok("%replicate {{link}} --clips 0,2 --estimate -o plan")
     assert again.id == analysis.id and again.reused
     assert "about 40 credits: 2 clips x 20 credits" in capsys.readouterr().out
@@ -357,6 +362,8 @@ def test_replicate_estimate_pays_nothing_then_analyze_once_and_reuse(
 
     run = nb.ok("%replicate {{link}} --clips 0,2 -o rep")  # reuses the analysis: no second 5 credits
     assert run.status == "done" and run.analysis_id == analysis.id
+    shown = capsys.readouterr().out  # the plan of a reused analysis: its price, not its table again
+    assert "render: about" in shown and "clip 0:" not in shown
     assert len(nb.sent("analyze")) == 1 and [e["resource"] for e in nb.charges()].count("analysis") == 1
 
 
@@ -421,7 +428,7 @@ def test_models_model_history_and_usage(nb: Notebook) -> None:
     assert "zonos2" in repr(table) and "<img" in table._repr_html_()
     assert all(m.output_type == "video" for m in nb.ok("%mediagen models --kind video").models)
     videos = nb.ok("%mediagen models video").models  # a kind as the first word filters by kind
-    assert videos and all(m.output_type == "video" for m in videos)
+    assert len(videos) == 72 and all(m.output_type == "video" for m in videos)  # as `mediagen models video`
     assert [m.id for m in nb.ok("%mediagen models audio zonos").models] == ["zonos2"]
     model = nb.ok("%mediagen model gpt-image-2")
     assert isinstance(model, Model) and "quality" in model.properties

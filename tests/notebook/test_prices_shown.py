@@ -14,6 +14,7 @@ import pytest
 from mediagen_nb import Client, Sandbox
 from mediagen_nb.notebook.browser import card_html
 from mediagen_nb.notebook.forms import Form
+from mediagen_nb.notebook.prices import listed_price
 
 
 @pytest.fixture
@@ -48,7 +49,10 @@ def test_a_length_billed_form_shows_no_figure_until_its_file_is_chosen(
         assert credits is None and "set image" in text  # the image has no stand-in: no made-up URL is sent
         form.set(image=sample(served, "face.png"))
         credits, text = form.price()
-        assert credits is not None and text == f"{credits} credits (billed per media second)"
+        assert credits is not None and text == (  # the inputs that set it, with their values (issue 20)
+            f"{credits} credits: 4 credits per second of input audio at resolution 720p, "
+            f"for {credits // 4} s measured; 720p costs twice 480p"
+        )
         assert credits < client.model("infinitetalk").credits  # a short clip costs less than the listing
         talk = form.submit()
     finally:
@@ -60,9 +64,9 @@ def test_a_form_prices_its_current_inputs_before_it_is_complete(client: Client, 
     """gpt-image-2's price depends on ``quality`` only, so an empty prompt does not hide it."""
     form = Form("gpt-image-2", client, debounce=60)
     try:
-        assert form.price() == (8, "8 credits (billed per option)")  # quality medium, the default
-        form.set(quality="low")
-        assert form.price()[0] == 3
+        assert form.price() == (8, "8 credits: 8 credits per image at quality medium (low 3, high 25)")
+        form.set(quality="low")  # the default was medium; the price line names what is chosen now
+        assert form.price() == (3, "3 credits: 3 credits per image at quality low (medium 8, high 25)")
         form.set(prompt="a lantern on a jetty")
         picture = form.submit()
     finally:
@@ -73,6 +77,8 @@ def test_a_form_prices_its_current_inputs_before_it_is_complete(client: Client, 
 def test_no_card_shows_a_listed_figure_as_a_minimum(client: Client) -> None:
     for model in client.models():
         card = unescape(card_html(model))
+        facts = re.findall(r'<div style="color:#555">(.*?)</div>', model._repr_html_())[0]  # a cell's `model`
+        assert unescape(facts).endswith(f"price {listed_price(model)}"), model.id  # not "40 credits (varies)"
         assert "from " not in card, model.id
         if model.length_billed_field is not None:  # its listing is the price of a length nobody chose
             assert f"{model.credits} credits" not in card and "length" in card, model.id

@@ -437,15 +437,28 @@ def test_gemini_tts_priced_by_text_length() -> None:
     assert 1 <= short < long
 
 
-def test_billing_text() -> None:
+def test_billing_text_names_the_inputs_that_set_the_price_with_their_values() -> None:
     for model in MODELS:
-        text = billing_text(model)
+        text = billing_text(model, _base_input(model), 12.0 if model.media_field else None)
         assert text.strip() and "credit" in text, model.id
-    assert billing_text(BY_ID["gpt-image-2"]) == "8 credits per image at quality medium (low 3, high 25)"
-    assert billing_text(BY_ID["chatterbox-turbo"]) == "5 credits per run"
-    assert billing_text(BY_ID["flare-1-pro"]) == "5 credits per image"
-    assert "720p costs twice 480p" in billing_text(BY_ID["infinitetalk"])
-    assert "per second of input audio" in billing_text(BY_ID["zonos2"])
+    gpt = BY_ID["gpt-image-2"]
+    assert billing_text(gpt, {"prompt": "x"}) == "8 credits per image at quality medium (low 3, high 25)"
+    assert (
+        billing_text(gpt, {"prompt": "x", "quality": "low"})
+        == "3 credits per image at quality low (medium 8, high 25)"
+    )
+    assert billing_text(BY_ID["chatterbox-turbo"], {"text": "x"}) == "5 credits per run"
+    assert billing_text(BY_ID["flare-1-pro"], {"prompt": "x"}) == "5 credits per image"
+    talk = {"image": "https://x/f.png", "audio": "https://x/v.wav", "resolution": "480p"}
+    assert billing_text(BY_ID["infinitetalk"], talk, 11.2) == (
+        "2 credits per second of input audio at resolution 480p, for 12 s measured; 720p costs twice 480p"
+    )
+    assumed = billing_text(BY_ID["zonos2"], {"text": "x", "audio": "https://x/v.wav"}, 30.0, assumed=True)
+    assert assumed == (
+        "0.5 credits per second of input audio, for 30 s assumed; "
+        "the audio's length could not be read, so it was assumed; a run would refuse this file"
+    )
+    assert billing_text(BY_ID["gemini-tts"], {"text": "x" * 420}).endswith("for 420 characters")
 
 
 # --- Records, examples and output length ---------------------------------------------------------

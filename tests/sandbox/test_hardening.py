@@ -143,15 +143,19 @@ async def test_media_load_in_pages_of_any_site(api: httpx.AsyncClient) -> None:
 
 
 async def test_through_a_proxy_only_media_are_served(api: httpx.AsyncClient) -> None:
-    """jupyter-server-proxy puts the sandbox on the Jupyter server's origin: there, media only."""
+    """jupyter-server-proxy puts the sandbox on the Jupyter server's origin: there, reads of media and
+    of the web-app stand-in pages only (a replica's share link goes through the preview path too)."""
     proxied = {"X-Forwarded-Context": "/proxy/8765", "X-ProxyContextPath": "/proxy/8765"}
     face = await api.get(path("sandbox_samples", name="face.png"), headers=proxied)
     assert face.status_code == 200 and face.headers["content-type"] == "image/png"
     _hardened(face)
+    share = await api.get(path("sandbox_app", page="r/some-run"), headers=proxied)  # a run's share link
+    assert share.status_code == 200 and "<script" not in share.text
+    _hardened(share)  # static text, and no script could run in it anyway
     for method, url in [
         ("GET", path("sandbox_account")),
         ("POST", path("sandbox_reset")),
-        ("GET", path("sandbox_app", page="billing")),
+        ("POST", path("sandbox_app", page="billing")),
         ("GET", path("models")),
         ("POST", path("run")),
         ("PUT", path("sandbox_upload", name="x.png")),

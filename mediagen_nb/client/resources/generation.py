@@ -193,14 +193,11 @@ class Model(Shown):
         return tuple(n for n, p in self.properties.items() if p.get("type") == "array" and media_kind(p))
 
     def _repr_html_(self) -> str:
-        price = f"{self.credits} credits" + (" per run" if self.pricing is None else " (varies)")
         facts: list[tuple[str, object]] = [
             ("kind", self.output_type),
             ("group", self.group),
-            ("price", price),
+            ("price", listed_price(self)),
         ]
-        if self.pricing:
-            facts.append(("varies by", ", ".join(self.varies_by)))
         described = {n: p for n, p in self.properties.items() if isinstance(p, Mapping)}  # not `true`
         rows = "".join(
             f"<tr><td><code>{escape(str(name))}</code>{' *' if name in self.required else ''}</td>"
@@ -216,6 +213,32 @@ class Model(Shown):
             f"<th>description</th></tr>{rows}</table>"
         )
         return html.card(f"{self.name or self.id} ({self.id})", self.output_type or "", facts, body)
+
+
+def billed(model: Model) -> str:
+    """`` (billed per option)``: the pricing type in words, or nothing."""
+    kind = model.pricing.type if model.pricing is not None else None
+    return f" (billed {kind.replace('_', ' ')})" if kind else ""
+
+
+def listed_price(model: Model) -> str:
+    """The catalog's price, with no request: ``N credits per run``, else what the price depends on.
+
+    A length-billed model says it is priced by its file's length (its listed figure is the price of
+    some length the catalog does not name); another priced model shows its figure as the listing,
+    never as a minimum ("from N"): the catalog does not say it is one.
+    """
+    if model.pricing is None:
+        return f"{model.credits} credits per run"
+    media = model.length_billed_field
+    others = [name for name in model.varies_by if name != media]
+    if media is not None:
+        kind = media_kind(model.properties.get(media, {})) or "media"
+        named = "" if kind == media else f" ({media})"
+        rest = f" and {', '.join(others)}" if others else ""
+        return f"priced by the {kind}'s length{named}{rest}{billed(model)}"
+    varies = ", ".join(others) or "input"
+    return f"varies by {varies}{billed(model)}; listed at {model.credits} credits"
 
 
 @dataclass(frozen=True, repr=False)

@@ -19,6 +19,15 @@ from mediagen_nb.client.resources.fields import (
 from mediagen_nb.protocol import wire
 
 
+def in_words(value: Any) -> str | None:
+    """A blueprint member whose type the spec does not show, as a reader wants it: ``{"framing":
+    "close-up", "movement": "slow push-in"}`` is ``close-up, slow push-in``; a text stays as it is."""
+    if value is None or isinstance(value, str):
+        return value
+    parts = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else [value]
+    return ", ".join(str(part) for part in parts if part not in (None, ""))
+
+
 @dataclass(frozen=True, repr=False)
 class Blueprint(Shown):
     """A shot-by-shot plan of a short video. Clip members' types are not shown by the spec: kept as dicts."""
@@ -50,13 +59,13 @@ class Blueprint(Shown):
         return bool(self.clips) and all(clip.get("prompt") for clip in self.clips)
 
     def rows(self) -> list[dict[str, Any]]:
-        """One plain row per clip: index, start, end, camera, prompt (for a table or a DataFrame)."""
+        """One plain row per clip (index, start, end, camera in words, prompt), for a table or a DataFrame."""
         return [
             {
                 "clip": i,
                 "start": clip.get("start"),
                 "end": clip.get("end"),
-                "camera": clip.get("camera"),
+                "camera": in_words(clip.get("camera")),
                 "prompt": clip.get("prompt"),
             }
             for i, clip in enumerate(self.clips)
@@ -107,8 +116,9 @@ class Analysis(Shown):
     def _repr_html_(self) -> str:
         facts = [("clips", self.clip_count), ("length", self.duration_seconds), ("id", self.id)]
         body = html.media(self.poster_url, "image", width=180) + html.error_line(self.error)
-        if self.blueprint is not None:
-            body += self.blueprint._repr_html_()
+        if self.blueprint is not None:  # the table is the blueprint's own card, shown once where asked for
+            clips = len(self.blueprint.clips)
+            body += f"<div>blueprint: {clips} clips (<code>.blueprint</code> shows them)</div>"
         return html.card(self.title or "Analysis", self.status, facts, body)
 
 

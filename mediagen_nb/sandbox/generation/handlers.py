@@ -54,6 +54,8 @@ async def estimate(call: Call) -> Response:
         {
             wire.ESTIMATE_MODEL: priced.model.id,
             wire.ESTIMATE_CREDITS: priced.credits,
-            wire.ESTIMATE_BILLING: pricing.billing_text(priced.model),
+            wire.ESTIMATE_BILLING: pricing.billing_text(
+                priced.model, priced.values, priced.media_seconds, assumed=priced.assumed
+            ),
         }
     )

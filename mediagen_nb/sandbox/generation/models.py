@@ -111,6 +111,7 @@ class Priced:
     media_seconds: float | None
     credits: int
     webhook: str | None
+    assumed: bool = False  # an estimate priced the spec's 30 s: the file's length could not be read
 
 
 def find_model(model_id: Any) -> catalog.ModelSpec:
@@ -163,21 +164,22 @@ class Generations:
         except schema.InputError as exc:
             raise bad_request(exc.message) from None
         own = self.world.own_file
-        seconds = None
+        seconds, assumed = None, False
         if model.media_field:
             try:
                 seconds = await media_seconds(model.media_field, normalized.get(model.media_field), own)
             except ServiceError:
                 if not estimate:
                     raise
-                seconds = limits.ESTIMATE_FALLBACK_SECONDS
+                seconds, assumed = limits.ESTIMATE_FALLBACK_SECONDS, True
         for name, minimum in () if estimate else model.min_media_seconds:
             if (
                 normalized.get(name) is not None
                 and await media_seconds(name, normalized[name], own) <= minimum
             ):
                 raise bad_request(messages.media_too_short(name, minimum))
-        return Priced(model, normalized, seconds, pricing.price(model, normalized, seconds), webhook)
+        credits = pricing.price(model, normalized, seconds)
+        return Priced(model, normalized, seconds, credits, webhook, assumed)
 
     async def start(
         self,

@@ -1,0 +1,228 @@
+"""Real-browser tests of issue 20: the README's tour as written, and every video on a Binder-like server.
+
+1. JupyterLab is started the README's way, ``jupyter lab notebooks/`` from the repository's root (a
+   stripped copy of it), so a new notebook's kernel starts in ``notebooks/``. A notebook holding the
+   README's tour, exactly as written, is run there, and the gallery's images load.
+2. Binder: a sandbox served beside JupyterLab with ``binder/start``'s settings (its key, clock and
+   ``MEDIAGEN_PREVIEW=proxy``), and a browser that may reach nothing but the Jupyter server. Notebooks 04
+   and 05 are run; every ``<video>`` of their outputs loads through the Jupyter server and plays
+   (metadata read, a duration, no media error). Three of their seven videos did not before.
+
+Both reuse the harness of ``test_quickstart_browser.py`` (Debian's chromium, never ``playwright
+install``); screenshots go to ``test-artifacts/``.
+"""
+
+import json
+import re
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import nbformat
+import pytest
+
+pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
+from test_quickstart_browser import (
+    FETCH_JS,
+    H264,
+    LAB_SETTINGS,
+    NOTEBOOKS,
+    OUTPUT,
+    VIEWPORT,
+    Lab,
+    Shots,
+    _copy_notebooks,
+    _free_port,
+    _server_env,
+    _shutdown_kernels,
+    _stop,
+    _wait_for_server,
+    assert_image_loads,
+    assert_no_traceback,
+    check_media,
+    failure_screenshot,
+    open_notebook,
+    reveal,
+    run_all,
+)
+
+from mediagen_nb.sandbox import Sandbox, SandboxConfig
+
+REPO = Path(__file__).resolve().parents[2]
+TOUR = "tour.ipynb"
+LINKS = f'{OUTPUT} a[href*="/_sandbox/"]'  # links to the sandbox's pages and files
+BINDER_NOTEBOOKS = {"04-replicate-a-short.ipynb": 3, "05-topic-to-video.ipynb": 5}  # videos in each
+
+
+def readme_tour() -> str:
+    """The code block under "## A 30-second tour", exactly as the README shows it."""
+    section = (REPO / "README.md").read_text(encoding="utf-8").split("## A 30-second tour", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def binder_settings(base_url: str) -> dict[str, str]:
+    """The ``export NAME=VALUE`` lines of ``binder/start``, for a sandbox at ``base_url``."""
+    exports = dict(re.findall(r"^export (\w+)=(\S+)", (REPO / "binder" / "start").read_text(), re.M))
+    settings = {name: value.strip('"') for name, value in exports.items()}
+    binder_url = settings["MEDIAGEN_BASE_URL"]
+    return {
+        name: value.replace("$MEDIAGEN_BASE_URL", binder_url).replace(binder_url, base_url)
+        for name, value in settings.items()
+    }
+
+
+@contextmanager
+def jupyter_lab(home: Path, cwd: Path, root: str, env: dict[str, str], log: Path) -> Iterator[Lab]:
+    """``jupyter lab ROOT`` run in ``cwd`` on a free 127.0.0.1 port; stopped (with its kernels) after."""
+    settings_dir = home / "user-settings"
+    for name, values in LAB_SETTINGS.items():
+        target = settings_dir / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values), encoding="utf-8")
+    port, token = _free_port(), secrets.token_hex(16)
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        root,  # the README's `jupyter lab notebooks/`
+        "--no-browser",
+        "--allow-root",
+        "--expose-app-in-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--LabApp.user_settings_dir={settings_dir}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            _wait_for_server(process, url, token, log)
+            yield Lab(url=url, token=token, root=cwd / root)
+        finally:
+            _shutdown_kernels(url, token)
+            _stop(process)
+
+
+def a_clone(home: Path) -> Path:
+    """A fresh clone's layout: the repository root with a stripped copy of ``notebooks/``."""
+    repo = home / "repo"
+    repo.mkdir()
+    _copy_notebooks(NOTEBOOKS, repo / "notebooks")
+    return repo
+
+
+def test_the_readme_tour_runs_as_written_in_jupyterlab_opened_the_readme_way(
+    browser: Any, artifacts: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed: pip install -e '.[dev]'")
+    repo = a_clone(tmp_path)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(readme_tour())]  # as a user pastes it into a new notebook
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, repo / "notebooks" / TOUR)
+    log = artifacts / "jupyter-server-tour.log"
+    with jupyter_lab(tmp_path, repo, "notebooks/", _server_env(tmp_path), log) as lab:
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        shots = Shots(page, artifacts, "readme-tour")
+        try:
+            with failure_screenshot(shots):
+                panel = open_notebook(page, lab, TOUR)
+                run_all(page, TOUR, panel)
+                assert_no_traceback(page)
+                gallery = page.locator(OUTPUT).filter(has=page.locator('div[style*="grid"] img')).last
+                images = gallery.locator("img")
+                assert images.count() == 12, f"the gallery shows {images.count()} of the tour's 12 images"
+                widths = [assert_image_loads(images.nth(i)) for i in range(images.count())]
+                assert all(widths)
+                shots.take("gallery")
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def binder_sandbox() -> Iterator[Sandbox]:
+    """The sandbox ``binder/start`` serves beside Jupyter (its clock), here on a free port."""
+    settings = binder_settings("http://127.0.0.1:0")
+    with Sandbox(SandboxConfig(time_scale=float(settings["MEDIAGEN_TIME_SCALE"]), seed=20)) as sandbox:
+        yield sandbox
+
+
+def test_every_video_of_notebooks_04_and_05_plays_through_the_jupyter_server(
+    browser: Any, artifacts: Path, tmp_path: Path, binder_sandbox: Sandbox
+) -> None:
+    pytest.importorskip("jupyter_server_proxy", reason="jupyter-server-proxy is not installed")
+    assert binder_sandbox.base_url is not None
+    repo = a_clone(tmp_path)
+    env = {**_server_env(tmp_path), **binder_settings(binder_sandbox.base_url)}
+    assert env["MEDIAGEN_PREVIEW"] == "proxy"
+    env["MEDIAGEN_LEDGER"] = str(tmp_path / "ledger.sqlite")
+    log = artifacts / "jupyter-server-binder.log"
+    with jupyter_lab(tmp_path, repo, "notebooks/", env, log) as lab:
+        lab_port = urlsplit(lab.url).port
+        context = browser.new_context(viewport=VIEWPORT)
+        blocked: list[str] = []
+
+        def only_the_jupyter_server(route: Any) -> None:  # Binder: the container's 127.0.0.1 is not ours
+            if urlsplit(route.request.url).port == lab_port:
+                route.continue_()
+            else:
+                blocked.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", only_the_jupyter_server)
+        report: dict[str, Any] = {}
+        try:
+            for name, expected in BINDER_NOTEBOOKS.items():
+                page = context.new_page()
+                shots = Shots(page, artifacts, f"binder-{name[:2]}")
+                with failure_screenshot(shots):
+                    panel = open_notebook(page, lab, name)
+                    run_all(page, name, panel)
+                    assert_no_traceback(page)
+                    videos = page.locator(f"{OUTPUT} video")
+                    assert videos.count() == expected, f"{name} shows {videos.count()} videos"
+                    report[name] = [played(videos.nth(i), lab) for i in range(videos.count())]
+                    report[f"{name} links"] = [followed(page, a, lab) for a in page.locator(LINKS).all()]
+                    shots.take("videos")
+                page.close()
+        finally:
+            context.close()
+        (artifacts / "binder-videos-report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+        sandbox_port = urlsplit(binder_sandbox.base_url).port
+        assert not [url for url in blocked if urlsplit(url).port == sandbox_port], blocked
+
+
+def followed(page: Any, link: Any, lab: Lab) -> dict[str, Any]:
+    """A link to a sandbox page or file (a share link, a history row): it too answers through the proxy."""
+    href = link.evaluate("a => a.href")
+    assert href.startswith(f"{lab.url}/proxy/"), f"a link leads to {href}, not through the Jupyter server"
+    fetched: dict[str, Any] = page.evaluate(FETCH_JS, href)
+    assert fetched["status"] == 200, (href, fetched)
+    return {"href": href, **fetched}
+
+
+def played(video: Any, lab: Lab) -> dict[str, Any]:
+    """One ``<video>``: loaded from the Jupyter server (its proxy), metadata read, a duration, no error."""
+    reveal(video)
+    source = video.evaluate("el => el.currentSrc || el.src")
+    assert source.startswith(f"{lab.url}/proxy/"), (
+        f"a video loads from {source}, not through the Jupyter server"
+    )
+    report = check_media(video, H264)
+    assert report["canPlayType"], f"this Chromium cannot play H.264 ({H264})"
+    assert report["readyState"] >= 1 and report["duration"] > 0, report
+    return report
