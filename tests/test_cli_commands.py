@@ -294,12 +294,21 @@ def test_work_that_failed_is_one_json_document_exit_1(sandbox: Sandbox, tmp_path
     assert f"it goes on: `mediagen wait {stuck}`" in failure(waited, "WaitTimeout", 1)
     (tmp_path / "a-file").write_text("not a folder")
     done = json.loads(
-        mediagen(sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a kite", "--json").stdout
+        mediagen(
+            sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a kite to save nowhere", "--json"
+        ).stdout
     )
     blocked = mediagen(sandbox, tmp_path, "download", done["id"], "a-file/inside", "--json")
     assert "cannot save" in failure(blocked, "DownloadFailed", 1)
     again = mediagen(
-        sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a kite", "--download", "a-file", "--json"
+        sandbox,
+        tmp_path,
+        "generate",
+        "flare-1-swift",
+        "prompt=a kite to save nowhere",
+        "--download",
+        "a-file",
+        "--json",
     )
     message = failure(again, "DownloadFailed", 1)  # after the start: the message names the generation
     assert f"generation {done['id']} was started (reused, no charge)" in message

@@ -14,7 +14,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mediagen sandbox",
         description="Serve a local emulator of the media-generation service (no key, no credits spent). "
-        "`mediagen sandbox status|stop|reset` manage the kept sandbox that clients with no key use.",
+        "`mediagen sandbox status|stop|reset [--data-dir DIR] [--json]` manage the kept sandbox that "
+        "clients with no key use.",
+        epilog="; ".join(f"{name}: {text}" for name, text in KEPT_COMMANDS.items()),
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
