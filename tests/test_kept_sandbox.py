@@ -293,3 +293,24 @@ def test_a_client_paces_itself_to_the_running_sandbox_and_says_so(
     notices = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mediagen_nb:")]
     assert len(notices) == 1 and "using the embedded sandbox" in notices[0]
     assert "time x600, not the x30 asked: it was running (mediagen sandbox stop, to change it)" in notices[0]
+
+
+def test_the_readme_main_job_run_twice_pays_once(tmp_path: Path) -> None:
+    """`mediagen demo`, the README's first command, as a newcomer runs it: the second time costs nothing."""
+    first = mediagen(tmp_path, "demo")
+    assert first.returncode == 0, first.stderr
+    paid = charges()
+    assert sum(e["credits"] for e in paid) == 78 + 19  # the sweep's 12 rows and the chain's three steps
+    for made in (
+        "gallery.html",
+        "sweep-results.xlsx",
+        "1-gpt-image-2.png",
+        "2-zonos2.wav",
+        "3-infinitetalk.mp4",
+    ):
+        assert (tmp_path / "mediagen-demo" / made).stat().st_size > 0, made
+    again = mediagen(tmp_path, "demo")
+    assert again.returncode == 0, again.stderr
+    assert charges() == paid
+    assert "0 credits spent now, 12 rows reused at no charge (78 credits earlier)" in summary(again.stdout)
+    assert "total: 0 credits spent now, 3 steps reused at no charge" in again.stdout
