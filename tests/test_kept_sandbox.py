@@ -65,12 +65,12 @@ def summary(output: str) -> str:
 def new_process() -> None:
     """This process forgets the sandbox it found and closes its clients, as a new kernel would start."""
     from mediagen_nb.batch import loop
-    from mediagen_nb.client import config as client_config
     from mediagen_nb.client import connection
+    from mediagen_nb.client.context import PROCESS
 
-    made, made_async = connection._client, connection._async
+    made, made_async = PROCESS.client, PROCESS.async_client
     connection.use(None)
-    client_config._embedded = None
+    PROCESS.embedded = None
     if made is not None:
         made.close()
     if made_async is not None:

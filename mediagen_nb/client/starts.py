@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 from mediagen_nb.client import errors, idempotency
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.steps import Call, Op, Record
 from mediagen_nb.protocol import limits as spec_limits
@@ -39,7 +40,6 @@ class Resource(Protocol):
 
 
 R = TypeVar("R", bound=Resource)
-_told_forgotten = False  # Starts._forgotten said its line in this process
 
 
 class Recorded(NamedTuple):
@@ -195,10 +195,11 @@ class Starts:
         """An earlier start that the current service does not know: when another instance of it made it
         (a sandbox reset, or whose state is gone), say once per process that such starts begin again
         (a sweep counts them in its summary instead)."""
-        global _told_forgotten
-        if entry.instance == self.core.where.instance or ledgers.current_via() == "sweep" or _told_forgotten:
+        if entry.instance == self.core.where.instance or ledgers.current_via() == "sweep":
             return
-        _told_forgotten = True
+        if PROCESS.told_forgotten:
+            return
+        PROCESS.told_forgotten = True
         print(
             "mediagen_nb: the sandbox that ran earlier starts of these inputs is gone (reset, or its state "
             "lost); they are started again here, and charged"

@@ -12,7 +12,6 @@ ledger, and the re-run picks it up.
 """
 
 import getpass
-import os
 import sys
 from html import escape
 from typing import Any, cast
@@ -96,9 +95,9 @@ class MediagenMagics(Magics):
 
     @observe("preview_width")
     def _width_changed(self, change: Any) -> None:
-        from mediagen_nb.client import html
+        from mediagen_nb.client.previews import preview_width
 
-        html.RESULT_WIDTH = int(change["new"])
+        preview_width(change["new"])
 
     # -- %%generate / %generate ------------------------------------------------------------
 
@@ -399,13 +398,12 @@ class MediagenMagics(Magics):
 
     def _cmd_key(self, words: list[str]) -> None:
         """Ask for a key without echoing it; it goes into the client only, never the notebook."""
-        from mediagen_nb.client import Client
-        from mediagen_nb.client.config import ENV_BASE_URL
+        from mediagen_nb.client import Client, settings
 
         key = getpass.getpass("MEDIAGEN API key (pk_live_...): ").strip()
         if not key:
             raise MagicError("no key entered; nothing changed")
-        base_url = os.environ.get(ENV_BASE_URL) or input("Service base URL (the spec's {base_url}): ").strip()
+        base_url = settings.base_url() or input("Service base URL (the spec's {base_url}): ").strip()
         client = SESSION.use(Client(key, base_url=base_url or None))
         del key
         print(

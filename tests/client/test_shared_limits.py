@@ -25,8 +25,9 @@ import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
-from mediagen_nb.client import AsyncClient, Limits, Secret, limits_store, pacing
+from mediagen_nb.client import AsyncClient, Limits, Secret, limits_store, pacing, settings
 from mediagen_nb.client.config import normalize_url
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.limits_store import SQLiteStore, Window, scope_of
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
@@ -80,7 +81,7 @@ def workers(
         env = {
             **os.environ,
             **sandbox.client_env(key),
-            limits_store.ENV_LIMITS_URL: limits_url,
+            settings.ENV_LIMITS_URL: limits_url,
             "MEDIAGEN_LEDGER": str(Path(tempfile.mkdtemp(prefix="mediagen-ledger-")) / "ledger.sqlite"),
         }
         env.pop("MEDIAGEN_ACCOUNT", None)
@@ -277,7 +278,7 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
     port = _free_port()
     redis_server = _start_redis(port, tmp_path)
     url = f"redis://127.0.0.1:{port}/0"
-    monkeypatch.setenv(limits_store.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
+    monkeypatch.setenv(settings.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
     started = workers(service, [service.demo_key] * 2, "estimate", 150, url)
     try:
         time.sleep(1.5)
@@ -444,7 +445,7 @@ def test_a_redis_that_refuses_writes_mid_sweep_is_treated_like_a_lost_one(
     of 120 rows: pacing goes on this machine's file with one warning, and every row runs."""
     import redis
 
-    monkeypatch.setattr(limits_store, "_stores", {})  # this test's stores, its fallback file in tmp_path
+    monkeypatch.setattr(PROCESS, "stores", {})  # this test's stores, its fallback file in tmp_path
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     server = redis.Redis.from_url(redis_url)
 

@@ -27,7 +27,7 @@ import pytest
 from _shell import Notebook
 
 from mediagen_nb.client import uploads
-from mediagen_nb.client.limits_store import ENV_LIMITS_URL
+from mediagen_nb.client.settings import ENV_LIMITS_URL, ENV_UPLOAD_URL
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
@@ -295,7 +295,7 @@ def test_the_mediagen_command_shows_no_secret_when_it_fails(
         }
     )
     storage = {
-        uploads.ENV_UPLOAD_URL: "s3://no-such-bucket/in",
+        ENV_UPLOAD_URL: "s3://no-such-bucket/in",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": secrets["storage"],
         "AWS_ENDPOINT_URL": s3,
