@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from mediagen_nb.client import previews
 from mediagen_nb.client.context import PROCESS
+from mediagen_nb.protocol.formats import kind_of_url
 
 _CARD = "font-family:sans-serif;font-size:13px;border:1px solid #ddd;border-radius:6px;padding:8px"
 _STATUS_COLORS = {
@@ -97,6 +98,6 @@ class Media:
     caption: str | None = None
 
     def _repr_html_(self) -> str:
-        shown = media(self.url, self.kind or previews.kind_of(self.url), width=self.width)
+        shown = media(self.url, self.kind or kind_of_url(self.url), width=self.width)
         caption = f"<figcaption>{escape(self.caption)}</figcaption>" if self.caption else ""
         return f'<figure style="margin:0 0 8px 0">{shown}{caption}</figure>'

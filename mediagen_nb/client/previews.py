@@ -17,7 +17,6 @@ Only loopback URLs are ever rewritten: the service's https URLs are public and a
 
 import base64
 import importlib.util
-import os
 from urllib.parse import urlsplit
 
 from mediagen_nb.client import settings
@@ -25,21 +24,12 @@ from mediagen_nb.client.config import on_this_machine
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import MAX_MEDIA, fetch
+from mediagen_nb.protocol.formats import MEDIA_TYPES
+from mediagen_nb.protocol.schema import url_extension
 
 MODES = settings.PREVIEW_MODES
 INLINE_LIMIT = 4 * 2**20  # bytes of one audio or video inlined; images are always small enough
 MIME = {"image": "image/png", "audio": "audio/wav", "video": "video/mp4"}
-_EXTENSION_MIME = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".webp": "image/webp",
-    ".gif": "image/gif",
-    ".wav": "audio/wav",
-    ".mp3": "audio/mpeg",
-    ".mp4": "video/mp4",
-    ".webm": "video/webm",
-}
 
 
 def preview_mode(mode: str | None = None) -> str:
@@ -80,12 +70,6 @@ def shown(url: str, kind: str | None) -> str:
     return url
 
 
-def kind_of(url: str) -> str | None:
-    """``image``, ``audio`` or ``video`` by the URL's file extension, or None."""
-    mime = _EXTENSION_MIME.get(os.path.splitext(urlsplit(url).path)[1].lower())
-    return mime.split("/", 1)[0] if mime else None
-
-
 def _inline(url: str, kind: str | None) -> str | None:
     """``url`` as a data: URI (read once per process), or None when too large or unreadable."""
     inlined = PROCESS.inlined
@@ -95,7 +79,6 @@ def _inline(url: str, kind: str | None) -> str | None:
         except DownloadFailed:
             inlined[url] = None
         else:
-            suffix = os.path.splitext(urlsplit(url).path)[1].lower()
-            mime = _EXTENSION_MIME.get(suffix) or MIME.get(kind or "", "application/octet-stream")
+            mime = MEDIA_TYPES.get(url_extension(url)) or MIME.get(kind or "", "application/octet-stream")
             inlined[url] = f"data:{mime};base64,{base64.b64encode(data).decode()}"
     return inlined[url]
