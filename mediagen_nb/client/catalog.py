@@ -44,6 +44,19 @@ def find_models(models: Iterable[Model], words: Sequence[str] = (), kind: str | 
     ]
 
 
+def model_named(client: Any, model_id: str, listing: str) -> Model:
+    """``client.model(model_id)``; an unknown id is one NotFoundError line naming the nearest id and the
+    command that lists them all (``listing``), not the catalog's 130 ids."""
+    try:
+        model: Model = client.model(model_id)
+    except errors.NotFoundError as exc:
+        if not exc.message.startswith("Model not found"):
+            raise
+        ids = [m.id for m in client.models()]
+        raise errors.NotFoundError(404, messages.no_such_model(model_id, ids, listing)) from None
+    return model
+
+
 @dataclass(frozen=True)
 class Measured:
     """A length-billed local file measured on this machine for an estimate (and not uploaded)."""

@@ -67,17 +67,9 @@ def store(shell: Any, flags: dict[str, Any], value: Any) -> Any:
 
 def model_of(client: Any, model_id: str) -> Any:
     """The catalog model ``model_id``; an unknown id is one short line with a "did you mean", not 130 ids."""
-    from mediagen_nb.client import NotFoundError
+    from mediagen_nb.client.catalog import model_named
 
-    try:
-        return client.model(model_id)
-    except NotFoundError as exc:
-        if not exc.message.startswith("Model not found"):
-            raise
-        from mediagen_nb.protocol.messages import no_such_model
-
-        ids = [m.id for m in client.models()]
-        raise MagicError(f"404 {no_such_model(model_id, ids, '%mediagen models')}", "NotFoundError") from None
+    return model_named(client, model_id, "%mediagen models")  # a NotFoundError: one line, by @friendly
 
 
 class Started:

@@ -44,7 +44,7 @@ from mediagen_nb.notebook.options import (
 )
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
-from mediagen_nb.protocol.messages import closest
+from mediagen_nb.protocol.messages import did_you_mean
 
 
 @magics_class
@@ -355,10 +355,9 @@ class MediagenMagics(Magics):
         command, rest = (words[0], words[1:]) if words else ("help", [])
         handler = getattr(self, f"_cmd_{command}", None)
         if handler is None:
-            close = closest(command, SUBCOMMANDS)
-            hint = f"; did you mean {close}?" if close else ""
             raise MagicError(
-                f"%mediagen {command}: unknown command{hint} (commands: {', '.join(SUBCOMMANDS)})"
+                f"%mediagen {command}: unknown command{did_you_mean(command, SUBCOMMANDS)} "
+                f"(commands: {', '.join(SUBCOMMANDS)})"
             )
         return handler(rest)
 

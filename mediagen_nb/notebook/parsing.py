@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from mediagen_nb.protocol.messages import closest
+from mediagen_nb.protocol.messages import did_you_mean
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\}\}")
 TRUE = {"true", "yes", "on", "1"}
@@ -27,8 +27,8 @@ def lookup(path: str, namespace: Mapping[str, Any]) -> Any:
     """The value of ``name`` or ``name.attr.attr`` in ``namespace`` (attributes only, no calls)."""
     name, *attrs = path.split(".")
     if name not in namespace:
-        close = closest(name, [n for n, value in namespace.items() if _a_value(n, value)])
-        hint = f"; did you mean {{{{{close}}}}}?" if close else ""
+        values = [n for n, value in namespace.items() if _a_value(n, value)]
+        hint = did_you_mean(name, values, "{{{{{}}}}}")
         raise OptionError(f"{{{{{path}}}}}: there is no variable named {name!r}{hint}")
     value = namespace[name]
     for attr in attrs:
@@ -102,10 +102,8 @@ def coerce(name: str, prop: Mapping[str, Any], value: Any) -> Any:
 
 def _unknown(option: str, fields: Iterable[str], extra: Iterable[str], model_id: str) -> OptionError:
     names = [f"--{f}" for f in fields]
-    close = closest(option, [*names, *extra])
-    hint = f"; did you mean {close}?" if close else ""
     return OptionError(
-        f"unknown option {option} for {model_id}{hint}\n"
+        f"unknown option {option} for {model_id}{did_you_mean(option, [*names, *extra])}\n"
         f"  fields: {' '.join(names) or '(none)'}\n  options: {' '.join(extra)}"
     )
 
@@ -113,8 +111,7 @@ def _unknown(option: str, fields: Iterable[str], extra: Iterable[str], model_id:
 def _unknown_pair(name: str, fields: Iterable[str], model_id: str) -> OptionError:
     """An unknown ``field=value`` name, in one line: the closest input and every input."""
     names = list(fields)
-    close = closest(name, names)
-    hint = f"; did you mean {close}=?" if close else ""
+    hint = did_you_mean(name, names, "{}=")
     return OptionError(f"unknown input {name} for {model_id}{hint} (inputs: {', '.join(names) or 'none'})")
 
 
