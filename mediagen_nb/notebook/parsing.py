@@ -1,6 +1,7 @@
-"""Reading a magic's option line against a model's schema, and ``{{name}}`` interpolation.
+"""Reading a magic's fields against a model's schema, and ``{{name}}`` interpolation.
 
-Only the option line is parsed (with shell quoting); a cell body is passed as plain text, so
+Only the option line is parsed (with shell quoting; the magic's own options are argparse's, in
+:mod:`.options`); a cell body is passed as plain text, so
 apostrophes, quotes, JSON and single braces are never touched. ``{{name}}`` and ``{{obj.attr}}``
 are the one interpolation syntax, expanded exactly once; an unknown name is an error.
 """
@@ -116,43 +117,33 @@ def _unknown_pair(name: str, fields: Iterable[str], model_id: str) -> OptionErro
 
 
 @dataclass
-class Options:
-    """What an option line asked for: model inputs, and the magic's own flags."""
+class Fields:
+    """What an option line asked of the model: its inputs, typed by the schema."""
 
     inputs: dict[str, Any] = field(default_factory=dict)
-    flags: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_fields(
     words: list[str],
     model_id: str,
     properties: Mapping[str, Any],
-    flags: Mapping[str, bool],
+    options: Iterable[str],
     namespace: Mapping[str, Any],
     *,
     pairs: bool = False,
     extra_inputs: bool = False,
-) -> Options:
-    """Read ``--field value`` (or ``field=value`` when ``pairs``) and the magic's ``flags``.
+) -> Fields:
+    """Read ``--field value`` (or ``field=value`` when ``pairs``): the words a magic's own ``options``
+    (named in messages) left over.
 
-    ``flags`` maps an option (``-o``, ``--estimate``) to whether it takes a value. A name the schema
-    does not have is refused unless ``extra_inputs`` (``--extra-inputs``): then it is kept as text.
+    A name the schema does not have is refused unless ``extra_inputs`` (``--extra-inputs``): then it
+    is kept as text.
     """
-    out = Options()
-    extra = sorted(flags)
+    out = Fields()
+    extra = sorted(options)
     i = 0
     while i < len(words):
         word = words[i]
-        if word in flags:
-            if flags[word]:
-                if i + 1 >= len(words):
-                    raise OptionError(f"{word} needs a value")
-                out.flags[word] = interpolate_value(words[i + 1], namespace)
-                i += 2
-            else:
-                out.flags[word] = True
-                i += 1
-            continue
         if pairs and "=" in word and not word.startswith("-"):
             name, _, raw = word.partition("=")
             value: Any = interpolate_value(raw, namespace)
@@ -162,7 +153,7 @@ def parse_fields(
             if eq:
                 value = interpolate_value(raw, namespace)
                 i += 1
-            elif i + 1 < len(words) and not words[i + 1].startswith("--") and words[i + 1] not in flags:
+            elif i + 1 < len(words) and not words[i + 1].startswith("--"):
                 value = interpolate_value(words[i + 1], namespace)
                 i += 2
             else:
