@@ -8,7 +8,6 @@ charged, checked on the sandbox's ledger). With ``--json`` every failure is one 
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _shared import unused_port
 
 from mediagen_nb import __version__
 from mediagen_nb.protocol.paths import path
@@ -26,13 +26,6 @@ from mediagen_nb.sandbox import Sandbox, SandboxConfig
 def sandbox() -> Iterator[Sandbox]:
     with Sandbox(SandboxConfig(time_scale=600.0, seed=4)) as served:
         yield served
-
-
-def unused_port() -> int:
-    """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def charges(sandbox: Sandbox) -> list[dict[str, object]]:

@@ -9,13 +9,13 @@ priced as an image, and the sandbox then served it to anyone.
 from __future__ import annotations
 
 import os
-import wave
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
 import pandas as pd
 import pytest
+from _shared import wav
 
 from mediagen_nb.batch.cli import main
 from mediagen_nb.client import settings
@@ -28,11 +28,7 @@ if TYPE_CHECKING:
 def voice(target: Path, seconds: float) -> Path:
     """A real WAV file of ``seconds`` of quiet sound."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with wave.open(str(target), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(b"\x01\x00" * int(8000 * seconds))
+    target.write_bytes(wav(seconds))
     return target
 
 

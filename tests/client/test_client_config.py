@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _kit import unused_port
+from _shared import unused_port
 
 from mediagen_nb.client import Client, ConfigurationError, Estimate, Limits
 from mediagen_nb.protocol.paths import path

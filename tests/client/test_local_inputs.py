@@ -9,11 +9,9 @@ import hashlib
 import io
 import json
 import pickle
-import socket
 import time
 import traceback
 import uuid
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import _hostile as hostile
 import httpx
 import pandas as pd
 import pytest
+from _shared import moto_s3, wav
 from PIL import Image
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
@@ -45,12 +44,7 @@ SCALE = 600.0
 def voice(folder: Path, seconds: float, name: str | None = None) -> Path:
     """A real WAV file of ``seconds`` of (quiet) sound."""
     target = folder / (name or f"voice-{seconds:g}s.wav")
-    rate = 8000
-    with wave.open(str(target), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(b"\x01\x00" * int(rate * seconds))
+    target.write_bytes(wav(seconds))
     return target
 
 
@@ -167,28 +161,17 @@ def s3_client(boto3: Any, endpoint: str) -> Any:
 
 @pytest.fixture
 def s3() -> Iterator[dict[str, Any]]:
-    server_mode = pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    boto3 = pytest.importorskip("boto3")
-    pytest.importorskip("s3fs", reason="s3fs is not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = server_mode.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    options = {"key": "testing", "secret": "testing", "endpoint_url": endpoint}
-    boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).create_bucket(Bucket="voices")
-    try:
+    with moto_s3() as endpoint:
+        boto3 = pytest.importorskip("boto3")
+        options = {"key": "testing", "secret": "testing", "endpoint_url": endpoint}
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket="voices")
         yield {"endpoint": endpoint, "options": options, "boto3": boto3}
-    finally:
-        uploads.uploads(None)
-        server.stop()
 
 
 def test_s3_files_are_read_by_the_service_through_a_presigned_url(
