@@ -20,6 +20,7 @@ import httpx
 from mediagen_nb.client import transport
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.config import Settings, resolve
+from mediagen_nb.client.core import Core
 from mediagen_nb.client.engine import Engine, Webhooks
 from mediagen_nb.client.errors import MediagenError
 from mediagen_nb.client.generations import Generations
@@ -100,7 +101,7 @@ class BaseClient:
         Paid starts are written to ``ledger`` (a path or a Ledger; default: the user's ledger).
         """
         settings = settings or resolve(api_key, base_url, account=account, limits=limits, sandbox=sandbox)
-        self._engine = Engine(settings, retry or RetryPolicy(), timeout, ledger)
+        self._engine = Engine(Core(settings, retry or RetryPolicy(), timeout, ledger))
 
     @property
     def settings(self) -> Settings:

@@ -14,13 +14,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from mediagen_nb.client import errors
-from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.config import Settings
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.generations import Generations
 from mediagen_nb.client.replication import Replication
-from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.starts import Starts
 from mediagen_nb.client.steps import Op
 from mediagen_nb.client.videos import Videos
@@ -57,14 +55,8 @@ class Webhooks:
 class Engine:
     """Every operation of the service, free of I/O, in parts over one core; a client drives them."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        retry: RetryPolicy,
-        timeout: float,
-        ledger: "ledgers.Ledger | str | None" = None,
-    ) -> None:
-        self.core = Core(settings, retry, timeout, ledger)
+    def __init__(self, core: Core) -> None:
+        self.core = core
         self.catalog = Catalog(self.core)
         starts = Starts(self.core)
         self.generations = Generations(self.core, self.catalog, starts)
