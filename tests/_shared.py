@@ -1,13 +1,18 @@
-"""Small things several test modules need: a WAV of quiet sound, a free loopback port, an S3 server.
+"""Small things several test modules need: a WAV of quiet sound, a free loopback port, an S3 server, and
+``mediagen`` run in a process of its own with a newcomer's environment.
 
 Importable from any test module (``from _shared import wav``), as ``_hostile.py`` is.
 """
 
 import io
+import os
 import socket
+import subprocess
+import sys
 import wave
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +33,27 @@ def unused_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def environment(**settings: str) -> dict[str, str]:
+    """This process's environment without any ``MEDIAGEN_`` variable (a newcomer's), with ``settings``."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}, **settings}
+
+
+def run_mediagen(
+    *argv: str, env: dict[str, str], cwd: Path, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``mediagen ARGV`` in a process of its own; a Python traceback in what it printed fails the test."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mediagen_nb.cli", *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _shared import environment, run_mediagen
 
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import kept
@@ -30,22 +31,11 @@ PRICE = 3  # gpt-image-2 at quality low
 
 def mediagen_env(scale: str = "600") -> dict[str, str]:
     """A newcomer's environment: no key, no address, the defaults for the ledger; a fast clock."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
-    env["MEDIAGEN_TIME_SCALE"] = scale
-    return env
+    return environment(MEDIAGEN_TIME_SCALE=scale)
 
 
 def mediagen(cwd: Path, *argv: str, scale: str = "600") -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "mediagen_nb.cli", *argv],
-        cwd=cwd,
-        env=mediagen_env(scale),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done
+    return run_mediagen(*argv, env=mediagen_env(scale), cwd=cwd, timeout=180)
 
 
 def charges() -> list[dict[str, Any]]:
