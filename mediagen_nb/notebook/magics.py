@@ -16,14 +16,13 @@ them); the words they leave are the model's fields.
 
 import getpass
 import sys
-from html import escape
 from typing import Any, cast
 
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Int, TraitError, Unicode, observe
 
-from mediagen_nb.notebook import options, parsing
+from mediagen_nb.notebook import options, parsing, replicas
 from mediagen_nb.notebook.cells import (
     MagicError,
     Started,
@@ -36,7 +35,7 @@ from mediagen_nb.notebook.cells import (
     store,
     video_summary,
 )
-from mediagen_nb.notebook.live import describe, is_rich
+from mediagen_nb.notebook.live import describe
 from mediagen_nb.notebook.options import (
     ESTIMATE,
     FLOW,
@@ -234,7 +233,7 @@ class MediagenMagics(Magics):
             "model_id": flags["model"],
             "quality": flags["quality"],
             "accuracy": flags["accuracy"],
-            "clips": self._clips(flags["clips"]),
+            "clips": replicas.clips(flags["clips"]),
             "character_image": flags["character"],
             "captions": True if flags["captions"] else None,
             "audio": flags["audio"],
@@ -243,7 +242,7 @@ class MediagenMagics(Magics):
         run_body(**render)
         client = SESSION.client
         if flags["estimate"]:
-            return self._replicate_estimate(client, url, render, flags)
+            return replicas.estimate(self.shell, client, url, render, flags)
 
         def steps(started: Started) -> None:
             with via("replication"):
@@ -252,7 +251,9 @@ class MediagenMagics(Magics):
                 analysis = started.item
                 if analysis.status == "failed":
                     raise WorkFailed(analysis)  # its 5 credits were refunded
-                self._show_plan(analysis, render, table=bool(flags["analyze"]) or not analysis.reused)
+                replicas.show_plan(
+                    self.shell, analysis, render, table=bool(flags["analyze"]) or not analysis.reused
+                )
                 if flags["analyze"]:
                     return
                 run = client.replicate(analysis.id, **render, reuse=True, fresh=bool(flags["fresh"]))
@@ -265,74 +266,6 @@ class MediagenMagics(Magics):
             return f"{describe(result)} · {money(result)}", result.status == "done"
 
         return raise_unless(flags, follow(self.shell, flags, "replicate", steps, summary))
-
-    def _replicate_estimate(
-        self, client: Any, url: str, render: dict[str, Any], flags: dict[str, Any]
-    ) -> Any:
-        """The render's price from an earlier analysis of the link, or what the analysis costs: no charge."""
-        from mediagen_nb.protocol import limits as spec_limits
-        from mediagen_nb.protocol import replication as rules
-
-        analysis = client.analysis_of(url)
-        if analysis is not None and analysis.status == "ready":
-            self._show_plan(analysis, render)
-            return store(self.shell, flags, analysis)
-        models = {m.id: m for m in client.models()}
-        model = models.get(render["model_id"] or rules.DEFAULTS["modelId"])
-        per_clip = (
-            f"{model.credits} credits a clip ({model.id}, listed)" if model else "the model's price a clip"
-        )
-        print(
-            f"replicate {url}: the analysis costs {spec_limits.ANALYSIS_CREDITS} credits (flat; refunded "
-            "if it fails) and has not run, so the clip count is not known yet. The render costs "
-            f"about {per_clip} times the clips. Nothing was charged: run %replicate URL --analyze "
-            "(5 credits) to see the plan and its price, then %replicate URL renders (reusing the analysis)."
-        )
-        return None
-
-    @staticmethod
-    def _clips(raw: Any) -> list[int] | None:
-        if raw is None:
-            return None
-        try:
-            return [int(part) for part in str(raw).replace(" ", "").split(",") if part]
-        except ValueError:
-            raise MagicError(f"--clips {raw!r}: give clip indexes counted from 0, like 0,2,5") from None
-
-    def _show_plan(self, analysis: Any, render: dict[str, Any], *, table: bool = True) -> None:
-        """What rendering will cost, before anything is charged for it, after the blueprint as a table
-        unless ``table`` is false (an analysis reused from an earlier cell, whose table was shown there)."""
-        from mediagen_nb.protocol import replication as rules
-
-        client = SESSION.client
-        models = {m.id: m for m in client.models()}
-        model = models.get(render["model_id"] or rules.DEFAULTS["modelId"])
-        clips = render["clips"]
-        chosen = len(set(clips)) if clips is not None else analysis.clip_count or 0
-        price = model.credits if model is not None else None
-        if clips is not None and analysis.clip_count is not None and max(clips) >= analysis.clip_count:
-            raise MagicError(
-                f"--clips {','.join(map(str, clips))}: this video has {analysis.clip_count} clips, "
-                f"counted from 0 to {analysis.clip_count - 1}; nothing was rendered"
-            )
-        cost = (
-            f"render: about {chosen * price} credits: {chosen} clips x {price} credits ({model.id} listed "
-            "price); quality and clip lengths change it, and accuracy=fast packs clips into fewer generations"
-            if model is not None and price is not None
-            else "render: the model's price per clip"
-        )
-        if is_rich(self.shell):
-            from IPython.display import HTML, display
-
-            shown = table and analysis.blueprint is not None
-            blueprint = analysis.blueprint._repr_html_() if shown else ""
-            display(HTML(f"{blueprint}<div>{escape(cost)}</div>"))
-        else:
-            for row in analysis.blueprint.rows() if table and analysis.blueprint is not None else []:
-                print(
-                    f"  clip {row['clip']}: {row['start']}-{row['end']} s  {row['camera']}  {row['prompt']}"
-                )
-            print(cost)
 
     # -- %%make_video -------------------------------------------------------------------------
 
