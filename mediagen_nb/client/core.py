@@ -200,6 +200,11 @@ class Core:
             while len(self._started) > 10_000:
                 self._started.popitem(last=False)
 
+    def untrack(self, resource_id: str) -> None:
+        """``resource_id`` is none of this client's starts (an earlier start's id another resource holds)."""
+        self._booked.pop(resource_id, None)
+        self._started.pop(resource_id, None)
+
     def ledger_failed(self, exc: ledgers.LedgerError, consequence: str) -> None:
         """A ledger write after an answer failed: said once; the answer is still returned."""
         if not self._ledger_warned:

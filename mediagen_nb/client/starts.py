@@ -178,15 +178,17 @@ class Starts:
             return replace(start.parse(entry.resource), reused=True)
         if entry.resource_id is None:
             return None
+        self.core.track(entry.resource_id, book, started=False)  # its reads are recorded where it was
         try:
             current = yield from start.read(entry.resource_id)
         except (errors.NotFoundError, errors.BadRequestError):
+            self.core.untrack(entry.resource_id)
             self._forgotten(entry)
             return None
         if not start.same(current, entry):
+            self.core.untrack(entry.resource_id)
             self._forgotten(entry)
             return None  # another resource under the same id (a restarted sandbox): never attach to it
-        self.core.track(entry.resource_id, book, started=False)
         if not entry.trusted(where):  # read fine here: recorded for this connection, so a re-run trusts it
             yield Record(partial(book.adopt, entry, where))
         return replace(current, reused=True)
