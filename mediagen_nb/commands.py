@@ -74,16 +74,9 @@ def _inputs(model: Any, pairs: Sequence[str]) -> dict[str, Any]:
 
 def _model(client: Any, model_id: str) -> Any:
     """The catalog model ``model_id``; an unknown id is one line with a "did you mean", not 130 ids."""
-    from mediagen_nb.client import NotFoundError
-    from mediagen_nb.protocol.messages import no_such_model
+    from mediagen_nb.client.catalog import model_named
 
-    try:
-        return client.model(model_id)
-    except NotFoundError as exc:
-        if not exc.message.startswith("Model not found"):
-            raise
-        ids = [m.id for m in client.models()]
-        raise NotFoundError(404, no_such_model(model_id, ids, "mediagen models")) from None
+    return model_named(client, model_id, "mediagen models")
 
 
 def models(args: argparse.Namespace) -> int:

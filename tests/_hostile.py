@@ -5,13 +5,14 @@ status, headers and bytes, so it can send what no framework would (a traversal i
 not JSON, gzip that is garbage, a redirect to itself, JSON nested 200,000 deep), or ``forward`` it
 to a sandbox and alter the answer on the way back. It runs on its own event loop in a thread; every
 request it read is kept in ``seen``. ``catalog()`` adds a one-model catalog, so the client's own
-checks pass and the start reaches the server.
+checks pass and the start reaches the server. ``running(handle)`` serves any raw connection handler
+the same way, for a test whose server misbehaves below HTTP (silence, a slow loris).
 """
 
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,19 +150,28 @@ class Hostile:
             writer.close()
 
 
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
 @contextmanager
 def serve() -> Iterator[Hostile]:
     """A Hostile server on a free 127.0.0.1 port, on its own loop in a thread; stopped after use."""
     hostile = Hostile()
+    with running(hostile.handle) as base_url:
+        hostile.base_url = base_url
+        yield hostile
+
+
+@contextmanager
+def running(handle: Handler) -> Iterator[str]:
+    """A raw asyncio server of ``handle`` (each connection) on a free 127.0.0.1 port, on its own loop in a
+    thread: its base URL; stopped after use, its connections cancelled."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    server = asyncio.run_coroutine_threadsafe(
-        asyncio.start_server(hostile.handle, "127.0.0.1", 0), loop
-    ).result(10)
-    hostile.base_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    server = asyncio.run_coroutine_threadsafe(asyncio.start_server(handle, "127.0.0.1", 0), loop).result(10)
     try:
-        yield hostile
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     finally:
 
         async def stop() -> None:

@@ -8,10 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mediagen_nb.client import config as client_config
-from mediagen_nb.client import connection, limits_store
-from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client import spending as budgets
+from mediagen_nb.client import connection, settings
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, kept
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
@@ -30,9 +28,7 @@ os.environ["XDG_CACHE_HOME"] = str(SESSION_HOME / ".cache")
 
 # The limiters' shared windows go to a file of this test session (and its kernels and subprocesses),
 # not the user's cache: a test run never waits on, or for, the user's own work.
-os.environ[limits_store.ENV_LIMITS_URL] = str(
-    Path(tempfile.mkdtemp(prefix="mediagen-limits-")) / "limits.sqlite"
-)
+os.environ[settings.ENV_LIMITS_URL] = str(Path(tempfile.mkdtemp(prefix="mediagen-limits-")) / "limits.sqlite")
 
 
 @pytest.fixture
@@ -79,7 +75,7 @@ def own_kept_sandbox(
     uses is its own kept sandbox, at the clock it asks for; the sandbox is stopped when the test ends."""
     data = tmp_path_factory.mktemp("data")
     monkeypatch.setenv("XDG_DATA_HOME", str(data))
-    monkeypatch.setattr(client_config, "_embedded", None)
+    monkeypatch.setattr(PROCESS, "embedded", None)
     yield data
     folder = data / "mediagen_nb" / "sandbox"
     if (folder / kept.RECORD).is_file():
@@ -92,21 +88,20 @@ def own_ledger(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     spent) and no current client: the process shares these by design; a test starts from none of them.
     """
     path = tmp_path_factory.mktemp("ledger") / "ledger.sqlite"
-    monkeypatch.setenv(ledgers.ENV_LEDGER, str(path))
-    monkeypatch.delenv(budgets.ENV_BUDGET, raising=False)
-    monkeypatch.setattr(budgets, "_budget", budgets.Budget())
+    monkeypatch.setenv(settings.ENV_LEDGER, str(path))
+    monkeypatch.delenv(settings.ENV_BUDGET, raising=False)
+    monkeypatch.setattr(PROCESS, "budget", None)
     connection.use(None)
     yield path
     _close_current()
-    with ledgers._opened_lock:
-        for ledger in ledgers._opened.values():
-            ledger.close()
-        ledgers._opened.clear()
+    for ledger in PROCESS.ledgers.values():
+        ledger.close()
+    PROCESS.ledgers.clear()
 
 
 def _close_current() -> None:
     """Close the clients the test made current (on the background loop for the async one)."""
-    made, made_async = connection._client, connection._async
+    made, made_async = PROCESS.client, PROCESS.async_client
     connection.use(None)
     if made is not None:
         made.close()

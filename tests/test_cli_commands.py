@@ -7,8 +7,6 @@ charged, checked on the sandbox's ledger). With ``--json`` every failure is one 
 """
 
 import json
-import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _shared import environment, run_mediagen, unused_port
 
 from mediagen_nb import __version__
 from mediagen_nb.protocol.paths import path
@@ -28,13 +27,6 @@ def sandbox() -> Iterator[Sandbox]:
         yield served
 
 
-def unused_port() -> int:
-    """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def charges(sandbox: Sandbox) -> list[dict[str, object]]:
     entries = httpx.get(f"{sandbox.base_url}{path('sandbox_ledger')}", timeout=10).json()["data"]["entries"]
     return [e for e in entries if e["kind"] == "charge"]
@@ -43,29 +35,17 @@ def charges(sandbox: Sandbox) -> list[dict[str, object]]:
 MEDIAGEN = [sys.executable, "-m", "mediagen_nb.cli"]
 
 
-def environment(sandbox: Sandbox, tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+def on_sandbox(sandbox: Sandbox, tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment with the sandbox's settings (and ``env``) for its MEDIAGEN_ ones."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
-    environ.update(
-        {**sandbox.client_env(), "MEDIAGEN_LEDGER": str(tmp_path / "ledger.sqlite"), **(env or {})}
-    )
-    return environ
+    ledger = str(tmp_path / "ledger.sqlite")
+    return environment(**{**sandbox.client_env(), "MEDIAGEN_LEDGER": ledger, **(env or {})})
 
 
 def mediagen(
     sandbox: Sandbox, tmp_path: Path, *argv: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``mediagen ARGV`` in its own process, on the sandbox, with ``env`` over the sandbox's settings."""
-    done = subprocess.run(
-        [*MEDIAGEN, *argv],
-        env=environment(sandbox, tmp_path, env),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr
-    return done
+    return run_mediagen(*argv, env=on_sandbox(sandbox, tmp_path, env), cwd=tmp_path)
 
 
 def test_version_and_completion(sandbox: Sandbox, tmp_path: Path) -> None:
@@ -202,7 +182,7 @@ def test_a_closed_pipe_ends_the_command_quietly(sandbox: Sandbox, tmp_path: Path
     """``mediagen models --json | head -1``: the reader goes away; no BrokenPipeError traceback."""
     reader = subprocess.Popen(
         [*MEDIAGEN, "models", "--json"],
-        env=environment(sandbox, tmp_path),
+        env=on_sandbox(sandbox, tmp_path),
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

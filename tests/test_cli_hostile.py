@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from _hostile import GENERATION_ID, Answer, Hostile, generation, serve
+from _shared import environment, run_mediagen
 
 READS, STARTS = "/v3/playground/v1/generations/", "/v3/playground/v1/run"
 MARKER = "PWNED-RAN"
@@ -40,27 +41,15 @@ def hostile() -> Iterator[Hostile]:
 
 def mediagen(server: Hostile, home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     """``mediagen ARGV`` in ``home`` (also its HOME), with the hostile server as the service."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
-    env.update(
-        {
-            "HOME": str(home),
-            "MEDIAGEN_API_KEY": "pk_live_hostile_test_key",
-            "MEDIAGEN_BASE_URL": server.base_url,
-            "MEDIAGEN_LEDGER": str(home / "ledger.sqlite"),
-            "MEDIAGEN_LIMITS_URL": "memory",
-            "MEDIAGEN_TIME_SCALE": "600",
-        }
+    env = environment(
+        HOME=str(home),
+        MEDIAGEN_API_KEY="pk_live_hostile_test_key",
+        MEDIAGEN_BASE_URL=server.base_url,
+        MEDIAGEN_LEDGER=str(home / "ledger.sqlite"),
+        MEDIAGEN_LIMITS_URL="memory",
+        MEDIAGEN_TIME_SCALE="600",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "mediagen_nb.cli", *argv],
-        env=env,
-        cwd=home,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "Traceback" not in done.stdout + done.stderr, done.stderr
-    return done
+    return run_mediagen(*argv, env=env, cwd=home)
 
 
 def written(home: Path) -> set[str]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _shared import environment, run_mediagen
 
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import kept
@@ -30,22 +31,11 @@ PRICE = 3  # gpt-image-2 at quality low
 
 def mediagen_env(scale: str = "600") -> dict[str, str]:
     """A newcomer's environment: no key, no address, the defaults for the ledger; a fast clock."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
-    env["MEDIAGEN_TIME_SCALE"] = scale
-    return env
+    return environment(MEDIAGEN_TIME_SCALE=scale)
 
 
 def mediagen(cwd: Path, *argv: str, scale: str = "600") -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "mediagen_nb.cli", *argv],
-        cwd=cwd,
-        env=mediagen_env(scale),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert "Traceback" not in done.stderr, done.stderr
-    return done
+    return run_mediagen(*argv, env=mediagen_env(scale), cwd=cwd, timeout=180)
 
 
 def charges() -> list[dict[str, Any]]:
@@ -65,12 +55,12 @@ def summary(output: str) -> str:
 def new_process() -> None:
     """This process forgets the sandbox it found and closes its clients, as a new kernel would start."""
     from mediagen_nb.batch import loop
-    from mediagen_nb.client import config as client_config
     from mediagen_nb.client import connection
+    from mediagen_nb.client.context import PROCESS
 
-    made, made_async = connection._client, connection._async
+    made, made_async = PROCESS.client, PROCESS.async_client
     connection.use(None)
-    client_config._embedded = None
+    PROCESS.embedded = None
     if made is not None:
         made.close()
     if made_async is not None:

@@ -5,7 +5,6 @@ project's own pytest configuration (nbval options from ``pyproject.toml``) in a 
 expects that cell to fail.
 """
 
-import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _shared import environment
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,6 @@ def test_a_failing_magic_fails_the_notebook(tmp_path: Path, cell: str, shown: st
     shutil.copy(ROOT / "notebooks" / "conftest.py", folder / "conftest.py")
     path = folder / "failing.ipynb"
     nbformat.write(notebook, path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
     done = subprocess.run(
         [
             sys.executable,
@@ -49,7 +48,7 @@ def test_a_failing_magic_fails_the_notebook(tmp_path: Path, cell: str, shown: st
             str(path),
         ],
         cwd=tmp_path,
-        env={**env, "MEDIAGEN_LEDGER": str(tmp_path / "ledger.sqlite")},
+        env=environment(MEDIAGEN_LEDGER=str(tmp_path / "ledger.sqlite")),
         capture_output=True,
         text=True,
         timeout=170,

@@ -5,10 +5,9 @@ checks that what follows them (the ledger, the kept sandbox, the shared limits) 
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from _shared import environment, run_mediagen
 
 from mediagen_nb.sandbox import kept
 
@@ -31,20 +30,13 @@ def test_a_generate_and_usage_with_home_elsewhere_leave_the_user_folders_untouch
     before = {str(folder): listing(folder) for folder in watched}
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEDIAGEN_", "XDG_"))}
+    env = {k: v for k, v in environment().items() if not k.startswith("XDG_")}
     env.update(HOME=str(home), MEDIAGEN_TIME_SCALE="600")
     ours = home / ".local" / "share" / "mediagen_nb"
     outputs = []
     try:
         for argv in (["generate", "gpt-image-2", "prompt=a heron", "quality=low"], ["usage", "--json"]):
-            done = subprocess.run(
-                [sys.executable, "-m", "mediagen_nb.cli", *argv],
-                env=env,
-                cwd=tmp_path,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            done = run_mediagen(*argv, env=env, cwd=tmp_path, timeout=120)
             assert done.returncode == 0, done.stdout + done.stderr
             outputs.append(done.stdout)
     finally:

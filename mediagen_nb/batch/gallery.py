@@ -15,32 +15,14 @@ import pandas as pd
 
 from mediagen_nb.batch.runner import RESULT_COLUMNS
 from mediagen_nb.client import html
-from mediagen_nb.protocol.schema import url_extension
+from mediagen_nb.protocol.formats import kind_of_url
 
-MEDIA_KINDS = {
-    ".png": "image",
-    ".jpg": "image",
-    ".jpeg": "image",
-    ".webp": "image",
-    ".gif": "image",
-    ".mp4": "video",
-    ".webm": "video",
-    ".mov": "video",
-    ".wav": "audio",
-    ".mp3": "audio",
-    ".ogg": "audio",
-}
 PER_PAGE = 300  # cards on one page
 NOT_CAPTIONS = (*RESULT_COLUMNS, "local_path", "download_error")  # a run's own columns (any prefix)
 _GRID = "display:grid;grid-template-columns:repeat(auto-fill,minmax({w}px,1fr));gap:8px;font:12px sans-serif"
 _CARD = "border:1px solid #ddd;border-radius:6px;padding:4px;overflow:hidden;text-align:left"
 _CAPTION = "color:#444;margin-top:2px;word-break:break-word"
 _TD = "border:1px solid #ddd;padding:4px;vertical-align:top"
-
-
-def media_kind(url: object) -> str | None:
-    """image / video / audio from the URL's extension."""
-    return MEDIA_KINDS.get(url_extension(url)) if isinstance(url, str) else None
 
 
 def url_columns(df: pd.DataFrame) -> list[str]:
@@ -120,7 +102,7 @@ class Gallery:
     def _card(self, record: dict[str, Any]) -> str:
         url = record.get(self.media[0]) if self.media[0] else None
         prefix = self.media[0].removesuffix("output_url")
-        kind = media_kind(url)
+        kind = kind_of_url(url)
         body = html.media(url, kind, width=self.width) if kind else ""
         if not body and isinstance(url, str):
             body = html.media(url, None)

@@ -24,10 +24,11 @@ from mediagen_nb.batch.template import Template
 from mediagen_nb.client import Model, ValidationError, idempotency
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import local_items
-from mediagen_nb.protocol.messages import closest
+from mediagen_nb.protocol.messages import did_you_mean
 from mediagen_nb.protocol.schema import is_missing
 
 Columns = Mapping[str, str] | Sequence[str] | None
+QUOTED = "{!r}"  # how a sweep's "did you mean" shows a name: quoted, as in a frame's columns
 
 
 class MappingError(ValidationError):
@@ -97,17 +98,12 @@ def allowed(given: "Folders | FilesFrom") -> FilesFrom:
     return given if isinstance(given, FilesFrom) else FilesFrom.of(Path.cwd(), given)
 
 
-def _did_you_mean(name: str, options: Sequence[str]) -> str:
-    close = closest(name, options)
-    return f"; did you mean {close!r}?" if close else ""
-
-
 def _fields(model: Model, wanted: Mapping[str, Any], what: str) -> None:
     names = list(model.properties)
     for field in wanted:
         if field not in model.properties:
             raise MappingError(
-                f"{what}: {field!r} is not an input of {model.id}{_did_you_mean(field, names)} "
+                f"{what}: {field!r} is not an input of {model.id}{did_you_mean(field, names, QUOTED)} "
                 f"(inputs: {', '.join(names)})",
                 field=field,
             )
@@ -158,14 +154,14 @@ def resolve_columns(
         if column not in labels:
             raise MappingError(
                 f"columns: {column!r} is not a column of this DataFrame"
-                f"{_swap_hint(model, names, column, field) or _did_you_mean(column, names)} "
+                f"{_swap_hint(model, names, column, field) or did_you_mean(column, names, QUOTED)} "
                 f"(columns: {', '.join(names)})",
                 field=column,
             )
         if field not in model.properties:
+            hint = _swap_hint(model, names, column, field) or did_you_mean(field, model.properties, QUOTED)
             raise MappingError(
-                f"columns: {field!r} is not an input of {model.id}"
-                f"{_swap_hint(model, names, column, field) or _did_you_mean(field, list(model.properties))} "
+                f"columns: {field!r} is not an input of {model.id}{hint} "
                 f"(inputs: {', '.join(model.properties)})",
                 field=field,
             )
@@ -190,7 +186,7 @@ def resolve_columns(
                 if column not in labels:
                     raise MappingError(
                         f"{field}: template column {column!r} is not in this DataFrame"
-                        f"{_did_you_mean(column, names)}",
+                        f"{did_you_mean(column, names, QUOTED)}",
                         field=field,
                     )
     if not by_field and not constants:

@@ -17,12 +17,12 @@ from mediagen_nb.batch.estimates import Price, price_rows
 from mediagen_nb.batch.frames import Table, table
 from mediagen_nb.batch.handle import RowResult, SweepHandle, progress_bar
 from mediagen_nb.batch.plan import (
+    QUOTED,
     Columns,
     FilesFrom,
     Folders,
     MappingError,
     Row,
-    _did_you_mean,
     allowed,
     plan_rows,
     resolve_columns,
@@ -33,6 +33,7 @@ from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.connection import async_current
 from mediagen_nb.client.errors import ValidationError
 from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.messages import did_you_mean
 
 RESULT_COLUMNS = (
     "generation_id",
@@ -124,7 +125,7 @@ def prepare(
     """
     models = {m.id: m for m in _call(client.models())}
     if model_id not in models:
-        hint = _did_you_mean(model_id, list(models))
+        hint = did_you_mean(model_id, list(models), QUOTED)
         raise ValidationError(messages.unknown_model(model_id, models) + hint, field="model", sent=False)
     model = models[model_id]
     by_field = resolve_columns(model, frame.names(), columns, constants)

@@ -39,7 +39,6 @@ from mediagen_nb.client import (
     StartUncertain,
 )
 from mediagen_nb.client import ledger as ledgers
-from mediagen_nb.client.resources import wire_of
 from mediagen_nb.protocol import limits, states
 
 # Refusals every further start would meet too: the first stops starting (money, key, account, ledger).
@@ -196,7 +195,7 @@ class Sweep:
         self._cancelled = False
         self.row_listeners: list[Callable[[Row, Outcome], None]] = []  # called as each row ends
         self._watchers: list[asyncio.Task[None]] = []  # reads: cancelled by cancel()
-        self._restarts: list[asyncio.Task[None]] = []  # starts: never cancelled, always awaited
+        self._resumed: set[int] = set()  # positions of rows whose earlier start this run resumes
 
     def cancel(self, reason: str = "cancelled before it started") -> None:
         """Stop starting rows; starts already sent get their answer. Call on the sweep's loop."""
@@ -236,6 +235,7 @@ class Sweep:
         if self.retry_failed:
             valid = await self._next_attempts(valid, known)
         self._known = known
+        resumed: list[Row] = []  # an earlier start to resume through the client's start path
         pending: list[Row] = []
         for row in valid:
             entry = known.get(row.key or "")
@@ -243,23 +243,16 @@ class Sweep:
                 self._committed += 0 if entry.status == states.FAILED else entry.credits
                 self._show(row, Outcome.from_entry(entry))
             elif entry is not None and entry.resource_id and entry.model_id == self.model.id:
-                if entry.trusted(where):
-                    self._committed += entry.credits
-                    resumed = Outcome("processing", entry.resource_id, credits=entry.credits, origin=EARLIER)
-                else:  # another instance's start: reused only once this service says it knows it (_watch)
-                    resumed = Outcome("pending", entry.resource_id)
-                self._show(row, resumed)
-                self._watch_soon(row, entry.resource_id, resumed=True)
+                resumed.append(row)
             else:
                 pending.append(row)
+        self._resumed = {row.position for row in resumed}
+        await self._start_all(resumed)  # first: they were charged before any new row
         await self._start_all(pending)
-        while True:
-            busy = [t for t in self._restarts if not t.done()]
-            if not self._cancelled:
-                busy += [t for t in self._watchers if not t.done()]
-            if not busy:
-                break
+        busy = [] if self._cancelled else [t for t in self._watchers if not t.done()]
+        while busy:
             await asyncio.wait(busy)
+            busy = [] if self._cancelled else [t for t in self._watchers if not t.done()]
         await asyncio.gather(*self._watchers, return_exceptions=True)
         for row in valid:  # the rows this run leaves as they are: not started, or still running
             shown = self.outcomes.get(row.position)
@@ -352,18 +345,21 @@ class Sweep:
         if generation.status != states.FAILED:
             self._charged[combination(self.model, row)] = generation.credits_spent
         origin = self._origin(row) if generation.reused else NOW
+        if row.position in self._resumed and origin == NOW:
+            self.progress.gone += 1  # the service no longer knows its earlier generation: started again
         if generation.done:
             self._finish(row, generation, time.monotonic(), origin)
             return
         self._show(row, Outcome("processing", generation.id, credits=generation.credits_spent, origin=origin))
-        self._watch_soon(row, generation.id, origin=origin)
+        self._watch_soon(row, generation.id, origin)
 
     def _origin(self, row: Row) -> str:
-        """Whose start a row's earlier generation is: a start an earlier run left unanswered is that
-        run's; any other start the ledger held (in flight when this run began, or written since) is
-        another process's."""
+        """Whose start a row's earlier generation is: one an earlier run started (answered, or left
+        unanswered) is that run's; any other start the ledger held (in flight when this run began, or
+        written since) is another process's."""
         entry = self._known.get(row.key or "")
-        return EARLIER if entry is not None and entry.sent_unanswered and entry.error else ELSEWHERE
+        earlier = entry is not None and (bool(entry.resource_id) or (entry.sent_unanswered and entry.error))
+        return EARLIER if earlier else ELSEWHERE
 
     async def _price_of(self, row: Row) -> int | None:
         """What an unanswered start may have cost: what a start of the same price class was charged,
@@ -376,43 +372,30 @@ class Sweep:
         except MediagenError:
             return None
 
-    def _watch_soon(self, row: Row, generation_id: str, *, resumed: bool = False, origin: str = NOW) -> None:
-        task = asyncio.create_task(self._watch(row, generation_id, time.monotonic(), resumed, origin))
+    def _watch_soon(self, row: Row, generation_id: str, origin: str) -> None:
+        task = asyncio.create_task(self._watch(row, generation_id, time.monotonic(), origin))
         self._watchers.append(task)
 
-    def _first_read_delay(self) -> float:
-        """Real seconds to wait before the first read: the model's usual run time less half a wait."""
+    def _first_read_delay(self, row: Row) -> float:
+        """Real seconds to wait before the first read: the model's usual run time less half a wait (none
+        for a resumed row, which has been running since an earlier run)."""
         seen = self._runtimes[self.model.id]
-        if not seen:
+        if not seen or row.position in self._resumed:
             return 0.0
         delay = statistics.median(seen) - limits.WAIT_MAX_SECONDS / 2
         return max(0.0, self.client.settings.limits.real(delay))
 
-    async def _watch(self, row: Row, generation_id: str, started: float, resumed: bool, origin: str) -> None:
-        """Hold one long-poll at a time on the generation until it ends.
-
-        A resumed row whose generation this account does not know (another account, a restarted
-        sandbox) is started again with its key, never attached to someone else's generation.
-        """
+    async def _watch(self, row: Row, generation_id: str, started: float, origin: str) -> None:
+        """Hold one long-poll at a time on the generation until it ends (its reads are recorded in the
+        ledger by the client, as every read of a start it made or resumed)."""
         try:
-            delay = 0.0 if resumed else self._first_read_delay()
+            delay = self._first_read_delay(row)
             if delay:
                 await asyncio.sleep(delay)
-            generation = await self.client.wait(generation_id, on_update=self._confirmer(row))
-            if resumed and generation.model_id != self.model.id:
-                raise NotFoundError(404, "another generation holds this id")
+            generation = await self.client.wait(generation_id)
         except (NotFoundError, BadRequestError) as exc:
-            if not resumed:
-                charged = self.outcomes[row.position].credits
-                self._show(
-                    row, Outcome("error", generation_id, credits=charged, error=f"reading failed: {exc}")
-                )
-                return
-            self._committed -= self.outcomes[row.position].credits
-            self._show(row, Outcome("pending", error=self._stop_reason))
-            if not self._stop_reason:
-                self.progress.gone += 1
-                self._restarts.append(asyncio.create_task(self._start(row)))
+            charged = self.outcomes[row.position].credits
+            self._show(row, Outcome("error", generation_id, credits=charged, error=f"reading failed: {exc}"))
             return
         except Exception as exc:  # whatever broke the reads, the row says so with its charge
             shown = self.outcomes[row.position]
@@ -422,32 +405,7 @@ class Sweep:
             return
         except asyncio.CancelledError:
             return  # the row keeps its "processing" outcome, with its charge; a re-run resumes it
-        if resumed:  # started by an earlier run: its ledger row gets what this read found
-            charged = 0 if generation.status == states.FAILED else generation.credits_spent
-            await asyncio.to_thread(
-                self.ledger.update,
-                self.client.settings.where,
-                generation.id,
-                generation.status,
-                credits=charged,
-                urls=generation.urls,
-                error=generation.error,
-                resource=wire_of(generation),
-            )
-        self._finish(row, generation, started, EARLIER if resumed else origin)
-
-    def _confirmer(self, row: Row) -> Callable[[Generation], None]:
-        """An ``on_update`` that shows a resumed row as running (reused, with its charge) once the service
-        has answered that it knows the row's generation."""
-
-        def confirm(generation: Generation) -> None:
-            shown = self.outcomes.get(row.position)
-            if shown is not None and shown.status == "pending" and generation.model_id == self.model.id:
-                self._committed += generation.credits_spent
-                credits = generation.credits_spent
-                self._show(row, Outcome("processing", generation.id, credits=credits, origin=EARLIER))
-
-        return confirm
+        self._finish(row, generation, started, origin)
 
     def _finish(self, row: Row, generation: Generation, started: float, origin: str) -> None:
         elapsed = time.monotonic() - started

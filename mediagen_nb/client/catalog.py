@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from mediagen_nb.client import errors, media, uploads
 from mediagen_nb.client.checks import sendable
-from mediagen_nb.client.config import LOOPBACK_NAMES, BearerAuth, on_this_machine
+from mediagen_nb.client.config import LOOPBACK_NAMES, BearerAuth
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.media import extension as media_ext
 from mediagen_nb.client.resources import Model
@@ -44,6 +44,19 @@ def find_models(models: Iterable[Model], words: Sequence[str] = (), kind: str | 
     ]
 
 
+def model_named(client: Any, model_id: str, listing: str) -> Model:
+    """``client.model(model_id)``; an unknown id is one NotFoundError line naming the nearest id and the
+    command that lists them all (``listing``), not the catalog's 130 ids."""
+    try:
+        model: Model = client.model(model_id)
+    except errors.NotFoundError as exc:
+        if not exc.message.startswith("Model not found"):
+            raise
+        ids = [m.id for m in client.models()]
+        raise errors.NotFoundError(404, messages.no_such_model(model_id, ids, listing)) from None
+    return model
+
+
 @dataclass(frozen=True)
 class Measured:
     """A length-billed local file measured on this machine for an estimate (and not uploaded)."""
@@ -53,13 +66,18 @@ class Measured:
     seconds: float
 
 
-class Catalog(Core):
-    """The catalog's operations and the checks of an input against a model."""
+class Catalog:
+    """The catalog's operations and the checks of an input against a model, over one core."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+        self._models: dict[str, Model] | None = None  # the catalog, read once per client
+        self._details: dict[str, Model] = {}  # one model's record (with ``example``), by id
 
     def models(self, refresh: bool = False) -> Op[list[Model]]:
         """Every catalog model (cached per client; ``refresh=True`` reads it again)."""
         if self._models is None or refresh:
-            data = yield from self.send(Call("GET", "models", CATALOG))
+            data = yield from self.core.send(Call("GET", "models", CATALOG))
             records = data.get(wire.MODELS_LIST, []) if isinstance(data, Mapping) else data
             self._models = {m.id: m for m in (Model.from_api(r) for r in records)}
         return list(self._models.values())
@@ -67,18 +85,18 @@ class Catalog(Core):
     def model(self, model_id: str, refresh: bool = False) -> Op[Model]:
         """One catalog model, with ``example`` when the service has one (cached per client)."""
         if model_id not in self._details or refresh:
-            data = yield from self.send(Call("GET", "model", CATALOG, params={"id": model_id}))
+            data = yield from self.core.send(Call("GET", "model", CATALOG, params={"id": model_id}))
             self._details[model_id] = Model.from_api(data)
         return self._details[model_id]
 
     def openapi(self) -> Op[dict[str, Any]]:
         """The service's OpenAPI 3.1 document."""
-        document: dict[str, Any] = yield from self.send(Call("GET", "openapi", CATALOG))
+        document: dict[str, Any] = yield from self.core.send(Call("GET", "openapi", CATALOG))
         return document
 
     def llms_txt(self) -> Op[str]:
         """Model ids, output types and required inputs as plain text."""
-        text: str = yield from self.send(Call("GET", "llms_txt", CATALOG))
+        text: str = yield from self.core.send(Call("GET", "llms_txt", CATALOG))
         return text
 
     def catalog_model(self, model_id: str) -> Op[Model]:
@@ -105,9 +123,10 @@ class Catalog(Core):
         if not isinstance(values, Mapping):
             return values
         out = dict(values)
-        auth = BearerAuth(self.settings.keys[0]) if self.settings.keys else None  # for a sandbox's uploads
+        keys = self.core.settings.keys
+        auth = BearerAuth(keys[0]) if keys else None  # for a sandbox's uploads
         for name, index, file, kind in local_items(model, values):
-            url = yield Record(partial(uploads.upload, name, file, self.sandbox_url(), kind, auth))
+            url = yield Record(partial(uploads.upload, name, file, self.core.sandbox_url(), kind, auth))
             _put(out, name, index, url)
         return out
 
@@ -139,12 +158,6 @@ class Catalog(Core):
                     )
                 measured = Measured(name, file.name, seconds)
         return out, measured
-
-    def sandbox_url(self) -> str | None:
-        """The base URL of a sandbox to upload local files to (embedded, or served on this machine)."""
-        if self.settings.sandbox or on_this_machine(self.settings.base_url):
-            return self.settings.base_url
-        return None
 
     def check_input(
         self, model: Model, values: Mapping[str, Any], *, extra_inputs: bool = False
@@ -202,7 +215,7 @@ class Catalog(Core):
         """
         parts = urlsplit(url) if isinstance(url, str) else None
         host = (parts.hostname or "") if parts else ""
-        base = urlsplit(self.settings.base_url)
+        base = urlsplit(self.core.settings.base_url)
         local = base.scheme == "http" and (host == base.hostname or host in LOOPBACK_NAMES)
         if parts is None or not host or not (parts.scheme == "https" or (parts.scheme == "http" and local)):
             raise errors.ValidationError(

@@ -1,13 +1,15 @@
 """``Client`` and ``AsyncClient``: the same operations, driven by httpx's sync or async client.
 
-Each operation is written once, in :mod:`mediagen_nb.client.engine`, as a generator of steps; the
-``operation`` descriptor below binds it, signature and docstring included, as a plain method on
-``Client`` and as a coroutine method on ``AsyncClient``. Only the loop that drives steps is per client.
+Each operation is written once, in a part of :mod:`mediagen_nb.client.engine`, as a generator of
+steps; the ``operation`` descriptor below binds it, signature and docstring included, as a plain
+method on ``Client`` and as a coroutine method on ``AsyncClient``. Only the loop that drives steps is
+per client.
 """
 
 import asyncio
 import functools
 import inspect
+import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
@@ -16,14 +18,19 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, get_args, over
 import httpx
 
 from mediagen_nb.client import transport
+from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.config import Settings, resolve
-from mediagen_nb.client.engine import Engine
+from mediagen_nb.client.core import Core
+from mediagen_nb.client.engine import Engine, Webhooks
 from mediagen_nb.client.errors import MediagenError
+from mediagen_nb.client.generations import Generations
 from mediagen_nb.client.ledger import Ledger
 from mediagen_nb.client.pacing import Limits
+from mediagen_nb.client.replication import Replication
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.steps import Call, Op, Record
+from mediagen_nb.client.videos import Videos
 
 # Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
 POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)
@@ -32,16 +39,18 @@ T = TypeVar("T")
 
 
 class operation(Generic[P, T]):
-    """An engine operation (a generator of steps), run by the client it is read from.
+    """An operation of a part of the engine (a generator of steps), run by the client it is read from.
 
-    ``run = operation(Engine.run)`` gives ``Client.run`` (returns the result) and ``AsyncClient.run``
-    (returns a coroutine) one signature and one docstring: the engine's.
+    ``run = operation(Generations.run)`` gives ``Client.run`` (returns the result) and
+    ``AsyncClient.run`` (returns a coroutine) one signature and one docstring: the operation's. It runs
+    on the client's engine part of the class that defines it.
     """
 
-    def __init__(self, fn: Callable[Concatenate[Engine, P], Op[T]]) -> None:
+    def __init__(self, fn: Callable[Concatenate[Any, P], Op[T]]) -> None:
         self.fn = fn
+        self.part: type = getattr(sys.modules[fn.__module__], fn.__qualname__.rsplit(".", 1)[0])
         functools.update_wrapper(self, fn)  # type: ignore[arg-type]
-        signature = inspect.signature(fn)  # as the client shows it: no engine, the result not the generator
+        signature = inspect.signature(fn)  # as the client shows it: no part, the result not the generator
         result = get_args(signature.return_annotation)
         self.__signature__ = signature.replace(
             parameters=list(signature.parameters.values())[1:],
@@ -59,11 +68,11 @@ class operation(Generic[P, T]):
     def __get__(self, obj: Any, owner: type) -> Any:
         if obj is None:
             return self
-        fn = self.fn
+        fn, part = self.fn, obj._engine.part(self.part)
 
         @functools.wraps(fn)
         def bound(*args: Any, **kwargs: Any) -> Any:
-            return obj._drive(fn(obj._engine, *args, **kwargs))
+            return obj._drive(fn(part, *args, **kwargs))
 
         bound.__signature__ = self.__signature__  # type: ignore[attr-defined]
         return bound
@@ -92,7 +101,7 @@ class BaseClient:
         Paid starts are written to ``ledger`` (a path or a Ledger; default: the user's ledger).
         """
         settings = settings or resolve(api_key, base_url, account=account, limits=limits, sandbox=sandbox)
-        self._engine = Engine(settings, retry or RetryPolicy(), timeout, ledger)
+        self._engine = Engine(Core(settings, retry or RetryPolicy(), timeout, ledger))
 
     @property
     def settings(self) -> Settings:
@@ -118,36 +127,36 @@ class BaseClient:
 
         A name the schema does not have is refused unless ``extra_inputs=True``.
         """
-        return self._engine.check_input(model, input, extra_inputs=extra_inputs)
+        return self._engine.catalog.check_input(model, input, extra_inputs=extra_inputs)
 
     def attach(self, model: Model, input: Mapping[str, Any]) -> dict[str, Any]:
         """``input`` with its local files uploaded (once each) and replaced by URLs, in this thread."""
-        return self._engine.attach_now(model, input)
+        return self._engine.catalog.attach_now(model, input)
 
-    models = operation(Engine.models)
-    model = operation(Engine.model)
-    openapi = operation(Engine.openapi)
-    llms_txt = operation(Engine.llms_txt)
-    estimate = operation(Engine.estimate)
-    run = operation(Engine.run)
-    generation = operation(Engine.generation)
-    wait = operation(Engine.wait)
-    generate = operation(Engine.generate)
-    analyze = operation(Engine.analyze)
-    analysis = operation(Engine.analysis)
-    analysis_of = operation(Engine.analysis_of)
-    build_blueprint = operation(Engine.build_blueprint)
-    wait_analysis = operation(Engine.wait_analysis)
-    replicate = operation(Engine.replicate)
-    replication_run = operation(Engine.replication_run)
-    wait_replication = operation(Engine.wait_replication)
-    make_video = operation(Engine.make_video)
-    video_estimate = operation(Engine.video_estimate)
-    job = operation(Engine.job)
-    video_options = operation(Engine.video_options)
-    reedit = operation(Engine.reedit)
-    wait_job = operation(Engine.wait_job)
-    confirm_webhook = operation(Engine.confirm_webhook)
+    models = operation(Catalog.models)
+    model = operation(Catalog.model)
+    openapi = operation(Catalog.openapi)
+    llms_txt = operation(Catalog.llms_txt)
+    estimate = operation(Generations.estimate)
+    run = operation(Generations.run)
+    generation = operation(Generations.generation)
+    wait = operation(Generations.wait)
+    generate = operation(Generations.generate)
+    analyze = operation(Replication.analyze)
+    analysis = operation(Replication.analysis)
+    analysis_of = operation(Replication.analysis_of)
+    build_blueprint = operation(Replication.build_blueprint)
+    wait_analysis = operation(Replication.wait_analysis)
+    replicate = operation(Replication.replicate)
+    replication_run = operation(Replication.replication_run)
+    wait_replication = operation(Replication.wait_replication)
+    make_video = operation(Videos.make_video)
+    video_estimate = operation(Videos.video_estimate)
+    job = operation(Videos.job)
+    video_options = operation(Videos.video_options)
+    reedit = operation(Videos.reedit)
+    wait_job = operation(Videos.wait_job)
+    confirm_webhook = operation(Webhooks.confirm_webhook)
 
 
 class Client(BaseClient):
@@ -185,10 +194,9 @@ class Client(BaseClient):
             reply, failure = None, None
             if isinstance(step, Call):
                 try:
-                    request = self._engine.build(self._http, step)
-                    reply = transport.send(
-                        self._http, request, self._engine.deadline(step), self._engine.auth(step)
-                    )
+                    core = self._engine.core
+                    request = core.build(self._http, step)
+                    reply = transport.send(self._http, request, core.deadline(step), core.auth(step))
                 except (httpx.TransportError, MediagenError) as exc:
                     failure = exc
             elif isinstance(step, Record):
@@ -254,10 +262,9 @@ class AsyncClient(BaseClient):
             reply, failure = None, None
             if isinstance(step, Call):
                 try:
-                    request = self._engine.build(self._http, step)
-                    reply = await transport.asend(
-                        self._http, request, self._engine.deadline(step), self._engine.auth(step)
-                    )
+                    core = self._engine.core
+                    request = core.build(self._http, step)
+                    reply = await transport.asend(self._http, request, core.deadline(step), core.auth(step))
                 except (httpx.TransportError, MediagenError) as exc:
                     failure = exc
             elif isinstance(step, Record):

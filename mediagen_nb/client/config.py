@@ -8,8 +8,6 @@ reaches a request only through :class:`BearerAuth`.
 """
 
 import hashlib
-import math
-import os
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -19,16 +17,15 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from mediagen_nb.client import settings
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import ConfigurationError, ConnectionFailed
 from mediagen_nb.client.pacing import Limits
-from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.kept import Running
 
-ENV_ACCOUNT = "MEDIAGEN_ACCOUNT"  # names the account of the keys, for its shared start limit
-EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
 CHECK_SECONDS = 2.0  # real seconds between checks that the embedded sandbox runs, and which state it holds
 
 
@@ -199,20 +196,18 @@ class Settings:
         return "the embedded sandbox" if self.sandbox else (urlsplit(self.base_url).netloc or self.base_url)
 
 
-_embedded: Embedded | None = None
 _embedded_lock = threading.Lock()
 
 
 def embedded_sandbox() -> Embedded:
     """The user's kept sandbox, found running or started on first use, and said once per process."""
-    global _embedded
     with _embedded_lock:
-        if _embedded is None:
+        if PROCESS.embedded is None:
             from mediagen_nb.sandbox import kept
 
-            scale = _time_scale(os.environ.get(ENV_TIME_SCALE)) or EMBEDDED_TIME_SCALE
+            scale = settings.time_scale() or settings.EMBEDDED_TIME_SCALE
             running = _start(lambda: kept.ensure(scale))
-            _embedded = Embedded(running)
+            PROCESS.embedded = Embedded(running)
             how = "started" if running.started else "using"
             clock = f"time x{running.time_scale:g}"
             if running.time_scale != scale:
@@ -221,19 +216,7 @@ def embedded_sandbox() -> Embedded:
                 f"mediagen_nb: {how} the embedded sandbox at {running.base_url} ({clock}, demo credits, "
                 f"nothing real is charged; kept in {running.data_dir}, mediagen sandbox stop ends it)"
             )
-        return _embedded
-
-
-def _time_scale(raw: str | None) -> float | None:
-    if not raw:
-        return None
-    try:
-        scale = float(raw)
-    except ValueError:
-        raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}") from None
-    if not 0 < scale < math.inf:  # also refuses nan and inf
-        raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}")
-    return scale
+        return PROCESS.embedded
 
 
 def resolve(
@@ -249,8 +232,8 @@ def resolve(
     ``sandbox=True`` uses the embedded sandbox whatever the environment says.
     """
     if not sandbox:
-        api_key = api_key if api_key is not None else os.environ.get(ENV_KEY) or None
-        base_url = base_url or os.environ.get(ENV_BASE_URL) or None
+        api_key = api_key if api_key is not None else settings.api_key()
+        base_url = base_url or settings.base_url()
     raw_keys = api_key
     sandbox = sandbox or (raw_keys is None and base_url is None)
     embedded = None
@@ -260,21 +243,19 @@ def resolve(
         limits = limits or Limits(time_scale=embedded.time_scale)
     if raw_keys is None:
         raise ConfigurationError(
-            f"no API key: pass api_key= or set {ENV_KEY} (the sandbox prints its demo key)"
+            f"no API key: pass api_key= or set {settings.ENV_KEY} (the sandbox prints its demo key)"
         )
     base_url = base_url or SERVICE_BASE_URL
     if base_url is None:
         raise ConfigurationError(
-            f"no base URL: set {ENV_BASE_URL} to the service's address (the spec's {{base_url}}), "
+            f"no base URL: set {settings.ENV_BASE_URL} to the service's address (the spec's {{base_url}}), "
             "or unset the key to use the embedded sandbox"
         )
     keys = tuple(Secret(k) for k in ([raw_keys] if isinstance(raw_keys, str) else raw_keys))
     if not keys:
         raise ConfigurationError("api_key: give at least one key")
     if limits is None:
-        limits = Limits(time_scale=_time_scale(os.environ.get(ENV_TIME_SCALE)) or 1.0)
+        limits = Limits(time_scale=settings.time_scale() or settings.SERVICE_TIME_SCALE)
     # Keys named as one account share its start limit in every process; else the keys given are one.
-    account = (
-        account or os.environ.get(ENV_ACCOUNT) or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
-    )
+    account = account or settings.account() or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
     return Settings(base_url.rstrip("/"), keys, account, limits, sandbox, embedded)

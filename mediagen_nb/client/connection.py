@@ -10,22 +10,20 @@ import threading
 from typing import Any
 
 from mediagen_nb.client.clients import AsyncClient, BaseClient, Client
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import ConfigurationError
 
 SANDBOX, SERVICE = "sandbox", "service"
 
 _lock = threading.Lock()
-_client: Client | None = None
-_async: AsyncClient | None = None  # made like _client, on first use by a batch
 
 
 def current() -> Client:
     """The current client (made from the environment on first use)."""
-    global _client
     with _lock:
-        if _client is None:
-            _client = Client()
-        return _client
+        if PROCESS.client is None:
+            PROCESS.client = Client()
+        return PROCESS.client
 
 
 def use(target: "BaseClient | str | None" = None, **options: Any) -> Client | None:
@@ -35,7 +33,6 @@ def use(target: "BaseClient | str | None" = None, **options: Any) -> Client | No
     key and address, or ``api_key=`` / ``base_url=``), or None to go back to the environment's
     choice on next use (then None is returned). ``options`` are passed to :class:`Client`.
     """
-    global _client, _async
     if target is None:
         chosen = None
     elif isinstance(target, Client):
@@ -54,16 +51,15 @@ def use(target: "BaseClient | str | None" = None, **options: Any) -> Client | No
     else:
         raise ConfigurationError(f"use: give a Client, 'sandbox' or 'service', not {target!r}")
     with _lock:
-        _client = chosen
-        _async = target if isinstance(target, AsyncClient) else None
+        PROCESS.client = chosen
+        PROCESS.async_client = target if isinstance(target, AsyncClient) else None
     return chosen
 
 
 def async_current() -> AsyncClient:
     """An AsyncClient on the current connection (same service, keys, limiters, ledger and budget)."""
-    global _async
     client = current()
     with _lock:
-        if _async is None or _async.settings is not client.settings:
-            _async = AsyncClient.like(client)
-        return _async
+        if PROCESS.async_client is None or PROCESS.async_client.settings is not client.settings:
+            PROCESS.async_client = AsyncClient.like(client)
+        return PROCESS.async_client

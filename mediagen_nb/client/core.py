@@ -1,12 +1,9 @@
-"""The engine's core: sending under the limits and retries, and paid starts (the ledger and budget).
+"""The engine's core: sending under the limits and retries, polling, and reads into the ledger.
 
 Operations are generators of steps (:mod:`mediagen_nb.client.steps`);
 :mod:`mediagen_nb.client.clients` drives them with httpx's sync or async client, so request
-building, parsing, limits, retries, waiting and money are written once.
-
-Every paid start goes through :meth:`Core.paid`: it holds the start's price against the session
-budget, writes the intent to the ledger, sends with the Idempotency-Key, and records the answer,
-so a re-run finds the key and resumes instead of paying again.
+building, parsing, limits, retries, waiting and money are written once. Every paid start goes
+through :mod:`mediagen_nb.client.starts`, over this core.
 """
 
 import json
@@ -15,23 +12,20 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
 import httpx
 
-from mediagen_nb.client import errors, idempotency, limits_store, pacing
+from mediagen_nb.client import errors, limits_store, pacing
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
-from mediagen_nb.client.config import BearerAuth, Settings, Where, normalize_url
+from mediagen_nb.client.config import BearerAuth, Settings, Where, normalize_url, on_this_machine
 from mediagen_nb.client.limits_store import Booking, Window, scope_of
-from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.spending import session as session_budget
 from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
-from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
 from mediagen_nb.protocol.paths import path
 
@@ -44,48 +38,10 @@ CONNECT_TIMEOUT = 5.0  # real seconds to open a connection: a wrong address fail
 CONNECT_RETRIES = (0.5, 1.0)  # real seconds before each new try of a refused connection (never sent)
 WORK_WAIT = 3 * 3600.0  # service seconds a wait for a replica or a video lasts by default
 SILENT_RETRIES = 1  # a request that got no answer in time is tried once more, then fails
-_told_forgotten = False  # Core.forgotten said its line in this process
-
-
-@dataclass(frozen=True)
-class Paid:
-    """One paid start as the ledger and the budget see it."""
-
-    kind: str  # ledgers.GENERATION, ANALYSIS, REPLICATION or JOB
-    what: str  # for messages: "gpt-image-2", "the analysis of <url>"
-    key: str  # its Idempotency-Key
-    model_id: str | None
-    input: Any
-    price: int | None  # what it will (or may) cost; None when unknown
-    ask: str | None = None
-    variation: int = 1
-    replaces: str | None = None  # the id of an earlier start of this key that the service no longer knows
-
-
-@dataclass(frozen=True)
-class Hold:
-    """A sent start's share of the money: its budget hold, and whether the start is this process's.
-
-    ``ours`` is False when the ledger already held the start (an earlier run's, or another process's
-    in flight): its charge is theirs, so neither this process's budget nor its figures count it.
-    """
-
-    budget: int | None
-    ours: bool = True
-
-
-@dataclass(frozen=True)
-class Found:
-    """What :meth:`Core.keyed` found for a start: its key, and an earlier start of it if any."""
-
-    key: str
-    ask: str | None
-    variation: int
-    entry: ledgers.Entry | None
 
 
 class Core:
-    """State shared by every operation: settings, limiters, retries, the catalog cache, ledger, budget."""
+    """State shared by every operation: settings, limiters, retries, the ledger and the budget."""
 
     def __init__(
         self,
@@ -106,8 +62,6 @@ class Core:
         ]
         self._account = Window(scope_of("account", where, settings.account), lim.starts_per_account, seconds)
         self.latency = pacing.Latency(lim)
-        self._models: dict[str, Model] | None = None
-        self._details: dict[str, Model] = {}
         self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> monotonic start
         self._rng = random.Random()
         self._ledger_choice = ledger
@@ -118,6 +72,13 @@ class Core:
     @property
     def where(self) -> Where:
         return self.settings.where
+
+    def sandbox_url(self) -> str | None:
+        """The base URL of a sandbox (embedded, or served on this machine) to upload local files to and
+        read the ledger of; None on the service."""
+        if self.settings.sandbox or on_this_machine(self.settings.base_url):
+            return self.settings.base_url
+        return None
 
     # -- transport-neutral helpers -------------------------------------------------------------
 
@@ -230,143 +191,21 @@ class Core:
         ledger: ledgers.Ledger = yield Record(partial(ledgers.as_ledger, chosen))
         return ledger
 
-    def keyed(
-        self,
-        kind: str,
-        model_id: str | None,
-        input: Mapping[str, Any],
-        book: ledgers.Ledger,
-        *,
-        given: str | None,
-        reuse: bool,
-        fresh: bool,
-    ) -> Op[Found]:
-        """The Idempotency-Key of a start and an earlier start of the same ask, if the ledger has one.
-
-        ``given`` is used as it is; ``reuse`` derives the key from the ask (``fresh``: the next
-        variation); otherwise the start gets a new random key (one call, one start).
-        """
-        if self.settings.embedded is not None:  # which state it holds: none other's starts are trusted
-            yield Record(self.settings.check)
-        if given is not None:
-            key = header_value("idempotency_key", str(given))[: spec_limits.IDEMPOTENCY_KEY_CHARS]
-            entry = yield Record(partial(book.lookup, key, self.where))
-            return Found(key, None, 1, entry)
-        if not reuse:
-            return Found(uuid.uuid4().hex, None, 1, None)
-        asked = idempotency.ask(kind, model_id, input)
-        latest: ledgers.Entry | None = yield Record(partial(book.latest, asked, self.where))
-        # A failed start was refunded and the service returns it again for its key: ask anew instead.
-        again = fresh or (latest is not None and latest.status == states.FAILED)
-        variation = (latest.variation if latest else 1) + (1 if again and latest else 0)
-        key = idempotency.derive(kind, idempotency.SINGLE, model_id, input, occurrence=variation)
-        return Found(key, asked, variation, None if again else latest)
-
-    def paid(
-        self, start: Paid, call: Call, book: ledgers.Ledger, read: Callable[[Any], R]
-    ) -> Op[tuple[R, Any, Hold]]:
-        """Hold the price, write the intent, send; returns the answer read as a resource, its data and
-        the start's hold.
-
-        A refused start drops its intent and hold (nothing was charged). A start that got no answer
-        after every retry, or an answer ``read`` (the resource's parser) refuses, keeps both and raises
-        :class:`StartUncertain`: it may have been charged, and sending it again with its key resumes
-        it at no cost. A start the ledger already held is sent too (the answer is the same generation)
-        but its intent is left to whoever wrote it.
-        """
-        hold = None
-        if self.budget.limit is not None:
-            hold = self.budget.hold(start.price if start.price is not None else 0, start.what)
-        try:
-            ours: bool = yield Record(
-                partial(
-                    book.intent,
-                    start.key,
-                    self.where,
-                    kind=start.kind,
-                    via=ledgers.current_via(),
-                    model_id=start.model_id,
-                    input=start.input,
-                    ask=start.ask,
-                    variation=start.variation,
-                    credits=start.price or 0,
-                    credits_known=False,
-                    replaces=start.replaces,
-                )
-            )
-        except ledgers.LedgerError:
-            self.budget.release(hold)
-            raise
-        try:
-            data = yield from self.send(call)
-            resource = read(data)  # an answer without a usable id is no answer: the start stays uncertain
-        except (errors.ConnectionFailed, errors.ServerError, errors.ServiceResponseError) as exc:
-            if isinstance(exc, errors.ConnectionFailed) and not exc.sent:  # never left this machine
-                self.budget.release(hold)
-                if ours:
-                    yield Record(partial(book.refused, start.key, self.where))
-                raise
-            if ours:
-                yield Record(partial(book.unanswered, start.key, self.where, str(exc)))
-            cost = f"up to {start.price} credits" if start.price is not None else "its price"
-            unusable = isinstance(exc, errors.ServiceResponseError)
-            raise errors.StartUncertain(
-                f"{start.what}: no {'usable ' if unusable else ''}answer to the start ({exc.message}); the "
-                f"service may have started it and charged {cost}. Running the same start again resumes it "
-                "at no cost",
-                key=start.key,
-                credits=start.price,
-            ) from (exc if unusable else None)
-        except errors.MediagenError:
-            self.budget.release(hold)
-            if ours:
-                yield Record(partial(book.refused, start.key, self.where))
-            raise
-        # Anything else (a Ctrl-C, a cancelled task) leaves the intent and the hold: it may have started.
-        if not ours:
-            self.budget.release(hold)
-        return resource, data, Hold(hold if ours else None, ours)
-
-    def answered(
-        self,
-        start: Paid,
-        hold: Hold,
-        book: ledgers.Ledger,
-        resource_id: str,
-        status: str,
-        credits: int,
-        *,
-        credits_known: bool = True,
-        resource: Mapping[str, Any] | None = None,
-    ) -> Op[None]:
-        """The start's answer: its id and charge, into the budget (when the start is ours) and the ledger.
-
-        It was charged whatever the ledger does now: a failing write is said once and the answer is
-        returned (the intent, written before sending, lets a re-run find it by its key at no charge).
-        """
-        if hold.ours:
-            self.budget.charge(hold.budget, f"{self.where.instance}/{resource_id}", credits)
+    def track(self, resource_id: str, book: ledgers.Ledger, *, started: bool = True) -> None:
+        """``resource_id`` is held by ``book``: its reads are recorded there (and timed, when ``started``
+        here)."""
         self._booked[resource_id] = book
-        self._started.setdefault(resource_id, time.monotonic())
-        while len(self._started) > 10_000:
-            self._started.popitem(last=False)
-        try:
-            yield Record(
-                partial(
-                    book.started,
-                    start.key,
-                    self.where,
-                    resource_id,
-                    status,
-                    credits,
-                    credits_known=credits_known,
-                    resource=resource,
-                )
-            )
-        except ledgers.LedgerError as exc:
-            self._ledger_failed(exc, "a re-run finds what was started by its Idempotency-Key, at no charge")
+        if started:
+            self._started.setdefault(resource_id, time.monotonic())
+            while len(self._started) > 10_000:
+                self._started.popitem(last=False)
 
-    def _ledger_failed(self, exc: ledgers.LedgerError, consequence: str) -> None:
+    def untrack(self, resource_id: str) -> None:
+        """``resource_id`` is none of this client's starts (an earlier start's id another resource holds)."""
+        self._booked.pop(resource_id, None)
+        self._started.pop(resource_id, None)
+
+    def ledger_failed(self, exc: ledgers.LedgerError, consequence: str) -> None:
         """A ledger write after an answer failed: said once; the answer is still returned."""
         if not self._ledger_warned:
             self._ledger_warned = True
@@ -407,30 +246,11 @@ class Core:
                 )
             )
         except ledgers.LedgerError as exc:
-            self._ledger_failed(exc, "a re-run reads them again from the service")
+            self.ledger_failed(exc, "a re-run reads them again from the service")
 
     def elapsed(self, resource_id: str) -> float | None:
         started = self._started.get(resource_id)
         return None if started is None else round(time.monotonic() - started, 3)
-
-    def forgotten(self, entry: ledgers.Entry) -> None:
-        """An earlier start that the current service does not know: when another instance of it made it
-        (a sandbox reset, or whose state is gone), say once per process that such starts begin again
-        (a sweep counts them in its summary instead)."""
-        global _told_forgotten
-        if entry.instance == self.where.instance or ledgers.current_via() == "sweep" or _told_forgotten:
-            return
-        _told_forgotten = True
-        print(
-            "mediagen_nb: the sandbox that ran earlier starts of these inputs is gone (reset, or its state "
-            "lost); they are started again here, and charged"
-        )
-
-    def adopt(self, entry: ledgers.Entry, book: ledgers.Ledger) -> Op[None]:
-        """An earlier start that this connection reads fine: record it here, so a re-run trusts it."""
-        self._booked[str(entry.resource_id)] = book
-        if not entry.trusted(self.where):
-            yield Record(partial(book.adopt, entry, self.where))
 
     # -- polling -----------------------------------------------------------------------------------
 

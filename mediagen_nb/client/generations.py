@@ -12,8 +12,9 @@ from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog, Measured
 from mediagen_nb.client.checks import checked_id
-from mediagen_nb.client.core import Paid
+from mediagen_nb.client.core import Core
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
+from mediagen_nb.client.starts import Recorded, Start, Starts
 from mediagen_nb.client.steps import START, Call, Op, Pause, Record
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
@@ -32,8 +33,11 @@ def merged(input: Mapping[str, Any] | None, fields: Mapping[str, Any]) -> dict[s
     return {**(input or {}), **fields}
 
 
-class Generations(Catalog):
-    """Operations of the generation API."""
+class Generations:
+    """Operations of the generation API, over the core, the catalog and the paid start."""
+
+    def __init__(self, core: Core, catalog: Catalog, starts: Starts) -> None:
+        self.core, self.catalog, self.starts = core, catalog, starts
 
     def estimate(
         self,
@@ -51,13 +55,16 @@ class Generations(Catalog):
         ``extra_inputs=True`` sends names the model's schema does not have (refused otherwise).
         """
         values = merged(input, fields)
-        model = (yield from self.catalog_model(model_id)) if validate else (yield from self.known(model_id))
+        catalog = self.catalog
+        model = (
+            (yield from catalog.catalog_model(model_id)) if validate else (yield from self.known(model_id))
+        )
         measured = None
         if model is not None and isinstance(values, Mapping):
-            values, measured = yield Record(partial(self.stand_ins, model, values))
+            values, measured = yield Record(partial(catalog.stand_ins, model, values))
         if validate and model is not None:
-            values = self.check_input(model, values, extra_inputs=extra_inputs)
-        data = yield from self.send(
+            values = catalog.check_input(model, values, extra_inputs=extra_inputs)
+        data = yield from self.core.send(
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
         estimate = Estimate.from_api(data)
@@ -69,7 +76,7 @@ class Generations(Catalog):
 
     def known(self, model_id: Any) -> Op[Model | None]:
         """The catalog's record of ``model_id`` (the cached catalog), or None: the service says why."""
-        models = yield from self.models()
+        models = yield from self.catalog.models()
         return next((m for m in models if m.id == model_id), None)
 
     def price(self, model: Model, values: Mapping[str, Any]) -> Op[int]:
@@ -104,66 +111,43 @@ class Generations(Catalog):
         """
         values = merged(input, fields)
         model = None
-        if validate or self.budget.limit is not None:
-            model = yield from self.catalog_model(model_id)
+        if validate or self.core.budget.limit is not None:
+            model = yield from self.catalog.catalog_model(model_id)
         if validate and model is not None:
-            attached = yield from self.attach(model, values)
-            values = self.check_input(model, attached, extra_inputs=extra_inputs)
-        book = yield from self.book(ledger)
-        found = yield from self.keyed(
-            ledgers.GENERATION, model_id, values, book, given=idempotency_key, reuse=reuse, fresh=fresh
-        )
-        if found.entry is not None:
-            earlier = yield from self._resume(found.entry, book)
-            if earlier is not None:
-                return earlier
-        if price is None and model is not None and self.budget.limit is not None:
-            price = yield from self.price(model, values)
-        stale = found.entry.resource_id if found.entry is not None else None  # _resume found it gone
-        start = Paid(
-            ledgers.GENERATION,
-            model_id,
-            found.key,
-            model_id,
-            values,
-            price,
-            found.ask,
-            found.variation,
-            replaces=stale,
-        )
+            attached = yield from self.catalog.attach(model, values)
+            values = self.catalog.check_input(model, attached, extra_inputs=extra_inputs)
         body: dict[str, Any] = {"modelId": model_id, "input": _plain(values)}
         if webhook is not None:
             body["webhook"] = webhook
-        generation, data, hold = yield from self.paid(
-            start, Call("POST", "run", START, body=body, idempotency_key=found.key), book, Generation.from_api
-        )
-        generation = replace(generation, reused=not hold.ours)
-        yield from self.answered(
-            start, hold, book, generation.id, generation.status, generation.credits_spent, resource=data
-        )
-        return generation
 
-    def _resume(self, entry: ledgers.Entry, book: ledgers.Ledger) -> Op[Generation | None]:
-        """The generation an earlier start of this key made, or None to start it (again) with its key.
+        def priced() -> Op[int | None]:
+            if price is None and model is not None and self.core.budget.limit is not None:
+                return (yield from self.price(model, values))
+            return price
 
-        A finished start recorded by this connection is returned without a request; any other is read
-        by id, and one this account does not know (another account, a restarted sandbox) is None.
-        """
-        if entry.final and entry.trusted(self.where) and isinstance(entry.resource, Mapping):
-            return replace(Generation.from_api(entry.resource), reused=True)
-        if entry.resource_id is None:
-            return None
-        try:
-            current = yield from self.generation(entry.resource_id)
-        except (errors.NotFoundError, errors.BadRequestError):
-            self.forgotten(entry)
-            return None
-        created = entry.resource.get("createdAt") if isinstance(entry.resource, Mapping) else None
-        if current.model_id != entry.model_id or (created and current.created_at != created):
-            self.forgotten(entry)
-            return None  # another generation under the same id (a restarted sandbox): never attach to it
-        yield from self.adopt(entry, book)
-        return replace(current, reused=True)
+        return (
+            yield from self.starts.start(
+                Start(
+                    ledgers.GENERATION,
+                    model_id,
+                    model_id,
+                    values,
+                    request=lambda key: Call("POST", "run", START, body=body, idempotency_key=key),
+                    parse=Generation.from_api,
+                    recorded=lambda made, answer, _: Recorded(
+                        made.status, made.credits_spent, resource=answer
+                    ),
+                    read=self.generation,
+                    price=priced,
+                    same=_same_generation,
+                    kept=True,
+                    key=idempotency_key,
+                    reuse=reuse,
+                    fresh=fresh,
+                    ledger=ledger,
+                )
+            )
+        )
 
     def generation(self, generation_id: str, wait: int | None = None) -> Op[Generation]:
         """Read a generation; with ``wait`` (5 to 55 s) the service holds the request until it ends."""
@@ -185,9 +169,9 @@ class Generations(Catalog):
             query=query,
             hold=wait or 0,
         )
-        data = yield from self.send(call)
+        data = yield from self.core.send(call)
         generation = Generation.from_api(data)
-        generation = replace(generation, elapsed_s=self.elapsed(generation.id))
+        generation = replace(generation, elapsed_s=self.core.elapsed(generation.id))
         if generation.id.lower() != ident.lower():
             raise errors.ServiceResponseError(
                 f"the service answered generation {generation.id} when asked for {ident}: is "
@@ -195,7 +179,7 @@ class Generations(Catalog):
                 field="id",
             )
         charged = 0 if generation.status == states.FAILED else generation.credits_spent
-        yield from self.observed(
+        yield from self.core.observed(
             generation.id,
             generation.status,
             credits=charged,
@@ -222,8 +206,8 @@ class Generations(Catalog):
         generation_id = generation.id if isinstance(generation, Generation) else str(generation)
         reused = isinstance(generation, Generation) and generation.reused
         timeout = GENERATION_WAIT if timeout is None else timeout
-        deadline = time.monotonic() + self._real(timeout)
-        scale = self.settings.limits.time_scale
+        deadline = time.monotonic() + self.core.settings.limits.real(timeout)
+        scale = self.core.settings.limits.time_scale
 
         def read(hold: int | None) -> Op[Generation]:
             current = yield from self.generation(generation_id, wait=hold)
@@ -286,6 +270,13 @@ class Generations(Catalog):
             started if started.done else (yield from self.wait(started, timeout=timeout, on_update=on_update))
         )
         return finished.raise_for_status()
+
+
+def _same_generation(current: Generation, entry: ledgers.Entry) -> bool:
+    """Whether the generation read under an earlier start's id is that start's: same model, same birth
+    (a restarted sandbox with the same seed hands the same ids out again)."""
+    created = entry.resource.get("createdAt") if isinstance(entry.resource, Mapping) else None
+    return current.model_id == entry.model_id and not (created and current.created_at != created)
 
 
 def measured_price(

@@ -10,6 +10,8 @@ from html import escape
 from urllib.parse import urlsplit
 
 from mediagen_nb.client import previews
+from mediagen_nb.client.context import PROCESS
+from mediagen_nb.protocol.formats import kind_of_url
 
 _CARD = "font-family:sans-serif;font-size:13px;border:1px solid #ddd;border-radius:6px;padding:8px"
 _STATUS_COLORS = {
@@ -31,12 +33,9 @@ def safe_url(url: object) -> str | None:
     return escape(url.strip(), quote=True)
 
 
-RESULT_WIDTH = 320  # px of a result's media when none is given (%config MediagenMagics.preview_width)
-
-
 def media(url: object, kind: str | None, *, width: int | None = None) -> str:
     """An ``<img>``, ``<video controls>`` or ``<audio controls>`` for ``url``; a plain link otherwise."""
-    width = RESULT_WIDTH if width is None else width
+    width = PROCESS.result_width if width is None else width
     src = safe_url(url)
     if src is None:
         return ""
@@ -99,6 +98,6 @@ class Media:
     caption: str | None = None
 
     def _repr_html_(self) -> str:
-        shown = media(self.url, self.kind or previews.kind_of(self.url), width=self.width)
+        shown = media(self.url, self.kind or kind_of_url(self.url), width=self.width)
         caption = f"<figcaption>{escape(self.caption)}</figcaption>" if self.caption else ""
         return f'<figure style="margin:0 0 8px 0">{shown}{caption}</figure>'

@@ -15,7 +15,6 @@ raises one :class:`LedgerError` naming the file and the fix, before anything is 
 
 import errno
 import json
-import os
 import sqlite3
 import sys
 import threading
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from mediagen_nb.client.config import Where
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import MediagenError, mask
 from mediagen_nb.client.ledger_schema import (  # noqa: F401  (the kinds of start, named here)
     ANALYSIS,
@@ -38,9 +38,9 @@ from mediagen_nb.client.ledger_schema import (  # noqa: F401  (the kinds of star
     SCHEMA,
     import_sweep_rows,
 )
+from mediagen_nb.client.settings import ENV_LEDGER, ledger_path
 from mediagen_nb.protocol import states
 
-ENV_LEDGER = "MEDIAGEN_LEDGER"
 LOCK_WAIT = 30.0  # seconds to wait for another process's write before giving up
 LOCK_NOTICE = 1.0  # after this long, say that we are waiting and for what
 
@@ -141,22 +141,12 @@ def _disk_full(exc: BaseException) -> bool:
     return getattr(exc, "sqlite_errorname", "") == "SQLITE_FULL" or "disk is full" in str(exc)
 
 
-def default_path() -> Path:
-    """``MEDIAGEN_LEDGER``, else ``ledger.sqlite`` in the user's data folder (one per user, every process)."""
-    configured = os.environ.get(ENV_LEDGER)
-    if configured:
-        return Path(configured).expanduser()
-    from platformdirs import user_data_path
-
-    return user_data_path("mediagen_nb") / "ledger.sqlite"
-
-
 class Ledger:
-    """The ledger at ``path`` (default: :func:`default_path`)."""
+    """The ledger at ``path`` (default: ``MEDIAGEN_LEDGER``, else the user's own)."""
 
     def __init__(self, path: str | Path | None = None, *, lock_wait: float = LOCK_WAIT) -> None:
         """Open (or create) the ledger; ``lock_wait``: seconds to wait for another process's lock."""
-        self.path = Path(path).expanduser() if path is not None else default_path()
+        self.path = Path(path).expanduser() if path is not None else ledger_path()
         self.lock_wait = lock_wait
         self._lock = threading.Lock()
         self._waiting = False  # another process holds the file: said once, until a call gets through
@@ -491,17 +481,16 @@ class Ledger:
             self._db.close()
 
 
-_opened: dict[Path, Ledger] = {}
 _opened_lock = threading.Lock()
 
 
 def shared(path: str | Path | None = None) -> Ledger:
-    """The process's ledger at ``path`` (default: :func:`default_path`), opened once per file."""
-    wanted = Path(path).expanduser() if path is not None else default_path()
+    """The process's ledger at ``path`` (default: ``MEDIAGEN_LEDGER``, else the user's), opened once."""
+    wanted = Path(path).expanduser() if path is not None else ledger_path()
     with _opened_lock:
-        if wanted not in _opened:
-            _opened[wanted] = Ledger(wanted)
-        return _opened[wanted]
+        if wanted not in PROCESS.ledgers:
+            PROCESS.ledgers[wanted] = Ledger(wanted)
+        return PROCESS.ledgers[wanted]
 
 
 def as_ledger(ledger: "Ledger | str | Path | None") -> Ledger:

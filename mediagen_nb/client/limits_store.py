@@ -27,7 +27,6 @@ so processes sharing a key take turns (fair shares).
 """
 
 import hashlib
-import os
 import sqlite3
 import threading
 import time
@@ -36,7 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"
+from mediagen_nb.client import settings
+from mediagen_nb.client.context import PROCESS
+
 HORIZON = 1.0  # windows ahead a slot may be booked; further slots are asked for again later
 RETRY = 5.0  # seconds on the fallback after the shared store failed, before it is tried again
 BUSY_TIMEOUT = 10.0  # seconds SQLite waits for another process to switch a new file to WAL
@@ -328,24 +329,16 @@ def _without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def default_path() -> Path:
-    """The machine-wide state file: in the user's cache folder."""
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("mediagen_nb")) / "limits.sqlite"
-
-
-_stores: dict[str, Store] = {}
 _stores_lock = threading.RLock()  # opening a Redis store opens its fallback under it
 
 
 def store(url: str | None = None) -> Store:
     """The store at ``url`` (default: ``MEDIAGEN_LIMITS_URL``, else the machine's file), one per process."""
-    wanted = url if url is not None else os.environ.get(ENV_LIMITS_URL, "")
+    wanted = url if url is not None else settings.limits_url()
     with _stores_lock:
-        if wanted not in _stores:
-            _stores[wanted] = _open(wanted)
-        return _stores[wanted]
+        if wanted not in PROCESS.stores:
+            PROCESS.stores[wanted] = _open(wanted)
+        return PROCESS.stores[wanted]
 
 
 def _open(url: str) -> Store:
@@ -353,13 +346,13 @@ def _open(url: str) -> Store:
         return SQLiteStore(":memory:")
     if url.startswith(("redis://", "rediss://", "unix://")):
         return Failover(RedisStore(url), store(""))
-    path = Path(url.removeprefix("sqlite://")).expanduser() if url else default_path()
+    path = Path(url.removeprefix("sqlite://")).expanduser() if url else settings.limits_path()
     try:
         return Failover(SQLiteStore(path), SQLiteStore(":memory:"))
     except (OSError, sqlite3.Error) as exc:
         warnings.warn(
             f"mediagen_nb: cannot keep the shared limits in {path} ({exc}); this process paces alone "
-            f"(set {ENV_LIMITS_URL} to a writable file)",
+            f"(set {settings.ENV_LIMITS_URL} to a writable file)",
             RuntimeWarning,
             stacklevel=3,
         )

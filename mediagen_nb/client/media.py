@@ -7,18 +7,14 @@ the way the service meters ``.wav``, ``.mp3`` and ``.mp4`` files.
 """
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-HEAD = 4096  # bytes read to tell a file's format (an SVG's root element may follow a long prolog)
-_SVG = re.compile(
-    rb"\A(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:(?:<!--.*?-->|<!DOCTYPE[^>]*>)\s*)*<svg[\s>]",
-    re.DOTALL | re.IGNORECASE,
-)
+from mediagen_nb.protocol import formats
+from mediagen_nb.protocol.formats import HEAD
+
 _IMAGE_BRANDS = {b"avif": ".avif", b"avis": ".avif", b"heic": ".heic", b"heix": ".heic", b"mif1": ".heic"}
 _AUDIO_BRANDS = {b"M4A ", b"M4B "}
-_BMP_HEADERS = {12, 40, 52, 56, 108, 124}
 
 
 @dataclass(frozen=True)
@@ -37,46 +33,38 @@ def _format(kinds: str, *extensions: str) -> Format:
     return Format(frozenset(kinds.split()), extensions)
 
 
+# What each signature is as an input: its media and the extensions its files go by.
+_FORMATS = {
+    "png": _format("image", ".png"),
+    "jpeg": _format("image", ".jpg", ".jpeg"),
+    "gif": _format("image", ".gif"),
+    "webp": _format("image", ".webp"),
+    "wav": _format("audio", ".wav"),
+    "avi": _format("video", ".avi"),
+    "tiff": _format("image", ".tiff", ".tif"),
+    "bmp": _format("image", ".bmp"),
+    "id3": _format("audio", ".mp3"),
+    "mpeg-audio": _format("audio", ".mp3"),
+    "adts": _format("audio", ".aac"),
+    "flac": _format("audio", ".flac"),
+    "ogg": _format("audio video", ".ogg", ".oga", ".ogv", ".opus"),
+    "aiff": _format("audio", ".aiff", ".aif"),
+    "ebml": _format("video audio", ".webm", ".mkv"),
+    "svg": _format("image", ".svg"),
+}
+
+
 def sniff(head: bytes) -> Format | None:
     """The media format of a file that starts with ``head``, or None when it is no image, audio or video."""
-    box, brand = head[4:8], head[8:12]
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return _format("image", ".png")
-    if head.startswith(b"\xff\xd8\xff"):
-        return _format("image", ".jpg", ".jpeg")
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return _format("image", ".gif")
-    if head.startswith(b"RIFF") and brand in (b"WEBP", b"WAVE", b"AVI "):
-        return {
-            b"WEBP": _format("image", ".webp"),
-            b"WAVE": _format("audio", ".wav"),
-            b"AVI ": _format("video", ".avi"),
-        }[brand]
-    if head.startswith((b"II*\x00", b"MM\x00*")):
-        return _format("image", ".tiff", ".tif")
-    if head.startswith(b"BM") and len(head) > 18 and int.from_bytes(head[14:18], "little") in _BMP_HEADERS:
-        return _format("image", ".bmp")
-    if box == b"ftyp":
-        if brand in _IMAGE_BRANDS:
-            return _format("image", _IMAGE_BRANDS[brand])
-        if brand in _AUDIO_BRANDS:
-            return _format("audio", ".m4a")
-        return _format("video audio", ".mp4", ".m4v", ".mov", ".m4a")  # an MP4 may hold sound only
-    if head.startswith(b"ID3"):
-        return _format("audio", ".mp3")
-    if len(head) > 1 and head[0] == 0xFF and (head[1] & 0xE0) == 0xE0:  # an MPEG audio frame
-        return _format("audio", ".mp3") if (head[1] >> 1) & 3 else _format("audio", ".aac")  # layer 0: ADTS
-    if head.startswith(b"fLaC"):
-        return _format("audio", ".flac")
-    if head.startswith(b"OggS"):
-        return _format("audio video", ".ogg", ".oga", ".ogv", ".opus")
-    if head.startswith(b"FORM") and brand in (b"AIFF", b"AIFC"):
-        return _format("audio", ".aiff", ".aif")
-    if head.startswith(b"\x1a\x45\xdf\xa3"):
-        return _format("video audio", ".webm", ".mkv")
-    if _SVG.match(head):
-        return _format("image", ".svg")
-    return None
+    found = formats.signature(head)
+    if found != "iso-media":
+        return _FORMATS.get(found or "")
+    brand = formats.brand(head)
+    if brand in _IMAGE_BRANDS:
+        return _format("image", _IMAGE_BRANDS[brand])
+    if brand in _AUDIO_BRANDS:
+        return _format("audio", ".m4a")
+    return _format("video audio", ".mp4", ".m4v", ".mov", ".m4a")  # an MP4 may hold sound only
 
 
 def format_of(path: Path) -> Format | None:

@@ -17,48 +17,38 @@ Only loopback URLs are ever rewritten: the service's https URLs are public and a
 
 import base64
 import importlib.util
-import os
 from urllib.parse import urlsplit
 
+from mediagen_nb.client import settings
 from mediagen_nb.client.config import on_this_machine
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import MAX_MEDIA, fetch
+from mediagen_nb.protocol.formats import MEDIA_TYPES
+from mediagen_nb.protocol.schema import url_extension
 
-ENV_PREVIEW = "MEDIAGEN_PREVIEW"
-MODES = ("auto", "direct", "proxy", "inline")
+MODES = settings.PREVIEW_MODES
 INLINE_LIMIT = 4 * 2**20  # bytes of one audio or video inlined; images are always small enough
 MIME = {"image": "image/png", "audio": "audio/wav", "video": "video/mp4"}
-_EXTENSION_MIME = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".webp": "image/webp",
-    ".gif": "image/gif",
-    ".wav": "audio/wav",
-    ".mp3": "audio/mpeg",
-    ".mp4": "video/mp4",
-    ".webm": "video/webm",
-}
-
-_mode: str | None = None
-_inlined: dict[str, str | None] = {}
 
 
 def preview_mode(mode: str | None = None) -> str:
     """Set the mode for this process (None: back to ``MEDIAGEN_PREVIEW``); return the one in force."""
-    global _mode
     if mode is not None and mode not in MODES:
         raise ValueError(f"preview mode {mode!r}: use one of {', '.join(MODES)}")
-    _mode = mode
+    PROCESS.preview_mode = mode
     return _resolved()
 
 
+def preview_width(width: int) -> None:
+    """Pixels of a result's media when none is given (``%config MediagenMagics.preview_width``)."""
+    PROCESS.result_width = int(width)
+
+
 def _resolved() -> str:
-    mode = _mode or os.environ.get(ENV_PREVIEW, "auto").strip().lower() or "auto"
-    if mode not in MODES:
-        mode = "auto"
+    mode = PROCESS.preview_mode or settings.preview()
     if mode == "auto":
-        on_hub = bool(os.environ.get("JUPYTERHUB_SERVICE_PREFIX"))
+        on_hub = settings.hub_prefix() is not None
         proxied = on_hub and importlib.util.find_spec("jupyter_server_proxy") is not None
         return "proxy" if proxied else "direct"
     return mode
@@ -72,7 +62,7 @@ def shown(url: str, kind: str | None) -> str:
     parts = urlsplit(url)
     mode = _resolved()
     if mode == "proxy" and parts.port is not None:
-        prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
+        prefix = settings.hub_prefix() or "/"
         query = f"?{parts.query}" if parts.query else ""
         return f"{prefix.rstrip('/')}/proxy/{parts.port}{parts.path}{query}"
     if mode == "inline" and kind in MIME:
@@ -80,21 +70,15 @@ def shown(url: str, kind: str | None) -> str:
     return url
 
 
-def kind_of(url: str) -> str | None:
-    """``image``, ``audio`` or ``video`` by the URL's file extension, or None."""
-    mime = _EXTENSION_MIME.get(os.path.splitext(urlsplit(url).path)[1].lower())
-    return mime.split("/", 1)[0] if mime else None
-
-
 def _inline(url: str, kind: str | None) -> str | None:
     """``url`` as a data: URI (read once per process), or None when too large or unreadable."""
-    if url not in _inlined:
+    inlined = PROCESS.inlined
+    if url not in inlined:
         try:
             data = fetch(url, timeout=30, limit=MAX_MEDIA if kind == "image" else INLINE_LIMIT)
         except DownloadFailed:
-            _inlined[url] = None
+            inlined[url] = None
         else:
-            suffix = os.path.splitext(urlsplit(url).path)[1].lower()
-            mime = _EXTENSION_MIME.get(suffix) or MIME.get(kind or "", "application/octet-stream")
-            _inlined[url] = f"data:{mime};base64,{base64.b64encode(data).decode()}"
-    return _inlined[url]
+            mime = MEDIA_TYPES.get(url_extension(url)) or MIME.get(kind or "", "application/octet-stream")
+            inlined[url] = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    return inlined[url]

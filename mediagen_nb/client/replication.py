@@ -8,8 +8,9 @@ from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
-from mediagen_nb.client.core import POLL_SECONDS, Paid
+from mediagen_nb.client.core import POLL_SECONDS, Core
 from mediagen_nb.client.resources import Analysis, BlueprintBuild, ReplicationRun, wire_of
+from mediagen_nb.client.starts import Recorded, Start, Starts, listed
 from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, schema, states
@@ -55,11 +56,11 @@ def run_body(
     return body
 
 
-class Replication(Catalog):
-    """Operations of the replication API."""
+class Replication:
+    """Operations of the replication API, over the core, the catalog and the paid start."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, core: Core, catalog: Catalog, starts: Starts) -> None:
+        self.core, self.catalog, self.starts = core, catalog, starts
         self._settled: set[str] = set()  # ended runs whose charge a sandbox has told
 
     def analyze(
@@ -84,70 +85,54 @@ class Replication(Catalog):
                 field="url",
                 sent=False,
             )
-        asked = {"url": url}
-        book = yield from self.book(ledger)
-        found = yield from self.keyed(
-            ledgers.ANALYSIS, None, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
+        return (
+            yield from self.starts.start(self._analysis_start(url, idempotency_key, reuse, fresh, ledger))
         )
-        if found.entry is not None and found.entry.resource_id is not None:
-            earlier: Analysis | None = yield from self._earlier(self.analysis, found.entry, book)
-            if earlier is not None:
-                return replace(earlier, reused=True)
-        price = spec_limits.ANALYSIS_CREDITS
-        start = Paid(
-            ledgers.ANALYSIS,
-            f"the analysis of {url}",
-            found.key,
-            None,
-            asked,
-            price,
-            found.ask,
-            found.variation,
-        )
-        call = Call("POST", "analyze", START, body=asked, idempotency_key=found.key)
-        analysis, data, hold = yield from self.paid(
-            start, call, book, lambda data: Analysis.from_api({"sourceUrl": url, **data})
-        )
-        charged = analysis.credits_spent if analysis.credits_spent is not None else price
-        status = analysis.status or states.ANALYZING  # a start answered without one has just begun
-        yield from self.answered(start, hold, book, analysis.id, status, charged, resource=data)
-        return analysis
 
     def analysis_of(self, url: str, *, ledger: "ledgers.Ledger | str | None" = None) -> Op[Analysis | None]:
         """The analysis an earlier start made of this link, read again (no charge); None if there is none."""
-        book = yield from self.book(ledger)
-        found = yield from self.keyed(
-            ledgers.ANALYSIS, None, {"url": url}, book, given=None, reuse=True, fresh=False
-        )
-        if found.entry is None or found.entry.resource_id is None:
-            return None
-        earlier = yield from self._earlier(self.analysis, found.entry, book)
-        return replace(earlier, reused=True) if earlier is not None else None
+        return (yield from self.starts.earlier(self._analysis_start(url, None, True, False, ledger)))
 
-    def _earlier(self, read: Callable[[str], Op[Any]], entry: ledgers.Entry, book: ledgers.Ledger) -> Op[Any]:
-        """The resource of an earlier start, read by id; None when this account does not know it."""
-        try:
-            current = yield from read(str(entry.resource_id))
-        except (errors.NotFoundError, errors.BadRequestError):
-            return None
-        if current.status == states.FAILED:
-            return None
-        yield from self.adopt(entry, book)
-        return current
+    def _analysis_start(
+        self, url: str, key: str | None, reuse: bool, fresh: bool, ledger: "ledgers.Ledger | str | None"
+    ) -> Start[Analysis]:
+        """The start of an analysis of ``url`` (flat price; an answer without a status has just begun)."""
+        price = spec_limits.ANALYSIS_CREDITS
+        asked = {"url": url}
+
+        def recorded(analysis: Analysis, answer: Any, _: int | None) -> Recorded:
+            charged = analysis.credits_spent if analysis.credits_spent is not None else price
+            return Recorded(analysis.status or states.ANALYZING, charged, resource=answer)
+
+        return Start(
+            ledgers.ANALYSIS,
+            f"the analysis of {url}",
+            None,
+            asked,
+            request=lambda key: Call("POST", "analyze", START, body=asked, idempotency_key=key),
+            parse=lambda data: Analysis.from_api({"sourceUrl": url, **data}),
+            recorded=recorded,
+            read=self.analysis,
+            price=listed(price),
+            key=key,
+            reuse=reuse,
+            fresh=fresh,
+            ledger=ledger,
+        )
 
     def analysis(self, analysis_id: str) -> Op[Analysis]:
         """Read an analysis and its blueprint."""
-        data = yield from self.send(
+        data = yield from self.core.send(
             Call("GET", "analysis", params={"id": checked_id(analysis_id, "analysis")})
         )
         analysis = Analysis.from_api(data)
         charged = 0 if analysis.status == states.FAILED else None
-        yield from self.observed(analysis.id, analysis.status, credits=charged, error=analysis.error)
+        yield from self.core.observed(analysis.id, analysis.status, credits=charged, error=analysis.error)
         return analysis
 
     def build_blueprint(self, analysis_id: str) -> Op[BlueprintBuild]:
         """Ask for clip prompts when only the shot list exists."""
-        data = yield from self.send(
+        data = yield from self.core.send(
             Call("POST", "blueprint", params={"id": checked_id(analysis_id, "analysis")})
         )
         return BlueprintBuild.from_api(data)
@@ -181,11 +166,13 @@ class Replication(Catalog):
                 current.status == states.READY and not (build_blueprint and waiting_prompts)
             )
 
-        return (yield from self.poll(read, finished, poll, timeout, on_update, f"analysis {analysis_id}"))
+        return (
+            yield from self.core.poll(read, finished, poll, timeout, on_update, f"analysis {analysis_id}")
+        )
 
     def replication_price(self, analysis: Analysis, body: Mapping[str, Any]) -> Op[int | None]:
         """At most what a render costs: its clips times the model's listed price (packing costs less)."""
-        models = {m.id: m for m in (yield from self.models())}
+        models = {m.id: m for m in (yield from self.catalog.models())}
         model = models.get(str(body.get("modelId", rules.DEFAULTS["modelId"])))
         clips = body.get("clips")
         count = len(set(clips)) if isinstance(clips, list) else analysis.clip_count
@@ -223,55 +210,53 @@ class Replication(Catalog):
             marketing_aspect=marketing_aspect,
         )
         asked = {"analysisId": str(analysis_id), **body}
-        book = yield from self.book(ledger)
         model = str(body.get("modelId", rules.DEFAULTS["modelId"]))
-        found = yield from self.keyed(
-            ledgers.REPLICATION, model, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
-        )
-        if found.entry is not None and found.entry.resource_id is not None:
-            previous: ReplicationRun | None = yield from self._earlier(
-                self.replication_run, found.entry, book
-            )
-            if previous is not None:
-                return replace(previous, reused=True)
-        price = yield from self.replication_price((yield from self.analysis(str(analysis_id))), body)
-        what = f"the replica of analysis {analysis_id} ({model})"
-        start = Paid(ledgers.REPLICATION, what, found.key, model, asked, price, found.ask, found.variation)
         sent = {**body, "webhook": webhook} if webhook is not None else body
-        call = Call(
-            "POST",
-            "replicate",
-            START,
-            params={"id": checked_id(analysis_id, "analysis")},
-            body=sent,
-            idempotency_key=found.key,
-        )
         started = {"analysisId": str(analysis_id), "status": states.GENERATING, "quality": quality}
-        run, _, hold = yield from self.paid(
-            start, call, book, lambda data: ReplicationRun.from_api({**started, **data})
+
+        def priced() -> Op[int | None]:
+            return (yield from self.replication_price((yield from self.analysis(str(analysis_id))), body))
+
+        def request(key: str) -> Call:
+            params = {"id": checked_id(analysis_id, "analysis")}
+            return Call("POST", "replicate", START, params=params, body=sent, idempotency_key=key)
+
+        def recorded(run: ReplicationRun, answer: Any, price: int | None) -> Recorded:
+            # Clips are charged as they render: the ledger keeps the most, until a read says the charge.
+            return Recorded(run.status or states.GENERATING, price or 0, False, wire_of(run))
+
+        return (
+            yield from self.starts.start(
+                Start(
+                    ledgers.REPLICATION,
+                    f"the replica of analysis {analysis_id} ({model})",
+                    model,
+                    asked,
+                    request=request,
+                    parse=lambda data: ReplicationRun.from_api({**started, **data}),
+                    recorded=recorded,
+                    read=self.replication_run,
+                    price=priced,
+                    key=idempotency_key,
+                    reuse=reuse,
+                    fresh=fresh,
+                    ledger=ledger,
+                )
+            )
         )
-        yield from self.answered(
-            start,
-            hold,
-            book,
-            run.id,
-            run.status or states.GENERATING,
-            price or 0,
-            credits_known=False,
-            resource=wire_of(run),
-        )
-        return run
 
     def replication_run(self, run_id: str) -> Op[ReplicationRun]:
         """Read a replication run."""
-        data = yield from self.send(Call("GET", "replication_run", params={"id": checked_id(run_id, "run")}))
+        data = yield from self.core.send(
+            Call("GET", "replication_run", params={"id": checked_id(run_id, "run")})
+        )
         run = ReplicationRun.from_api(data)
         charged = None
         if run.done and run.id not in self._settled:
             charged = yield from self._sandbox_charge(run.id)
             if charged is not None:
                 self._settled.add(run.id)
-        yield from self.observed(run.id, run.status, credits=charged, error=run.error, resource=data)
+        yield from self.core.observed(run.id, run.status, credits=charged, error=run.error, resource=data)
         return run
 
     def _sandbox_charge(self, run_id: str) -> Op[int | None]:
@@ -280,10 +265,10 @@ class Replication(Catalog):
         The run resource has no credits field (clips are charged as they render, failed ones refunded),
         so on the service the ledger keeps the start's estimate, marked unknown, and usage says so.
         """
-        if self.sandbox_url() is None:
+        if self.core.sandbox_url() is None:
             return None
         try:
-            data = yield from self.send(Call("GET", "sandbox_ledger", query={"resourceId": run_id}))
+            data = yield from self.core.send(Call("GET", "sandbox_ledger", query={"resourceId": run_id}))
         except errors.MediagenError:
             return None
         entries = data.get("entries") if isinstance(data, Mapping) else None
@@ -311,4 +296,4 @@ class Replication(Catalog):
         def read() -> Op[ReplicationRun]:
             return replace((yield from self.replication_run(run_id)), reused=reused)
 
-        return (yield from self.poll(read, lambda r: r.done, poll, timeout, on_update, f"run {run_id}"))
+        return (yield from self.core.poll(read, lambda r: r.done, poll, timeout, on_update, f"run {run_id}"))

@@ -7,13 +7,12 @@ with the real charge, a refund (a failed run) gives it back, and a start whose a
 keeps its hold, because it may have been charged.
 """
 
-import os
 import threading
 from dataclasses import dataclass
 
-from mediagen_nb.client.errors import BudgetExceeded, ConfigurationError
-
-ENV_BUDGET = "MEDIAGEN_BUDGET"
+from mediagen_nb.client import settings
+from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.errors import BudgetExceeded
 
 
 @dataclass(frozen=True)
@@ -84,31 +83,15 @@ class Budget:
                 self._holds.pop(hold, None)
 
 
-_budget = Budget()
-_configured = False
+_session_lock = threading.Lock()
 
 
 def session() -> Budget:
     """The process's budget (``MEDIAGEN_BUDGET`` read on first use)."""
-    global _configured
-    if not _configured:
-        _configured = True
-        raw = os.environ.get(ENV_BUDGET)
-        if raw:
-            _budget.limit = _parse(raw, ENV_BUDGET)
-    return _budget
-
-
-def _parse(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ConfigurationError(f"{name} must be a whole number of credits, not {value!r}")
-    try:
-        credits = int(value)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be a whole number of credits, not {value!r}") from None
-    if credits < 0:
-        raise ConfigurationError(f"{name} must be 0 or more credits, not {credits}")
-    return credits
+    with _session_lock:
+        if PROCESS.budget is None:
+            PROCESS.budget = Budget(settings.budget())
+        return PROCESS.budget
 
 
 class _Keep:
@@ -122,5 +105,5 @@ def budget(limit: "int | _Keep | None" = KEEP) -> BudgetStatus:
     """Set the session budget (``budget(500)``), remove it (``budget(None)``), or read it (``budget()``)."""
     current = session()
     if not isinstance(limit, _Keep):
-        current.limit = None if limit is None else _parse(limit, "budget")
+        current.limit = None if limit is None else settings.credits(limit, "budget")
     return current.status()

@@ -26,10 +26,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from mediagen_nb.client import errors, media
+from mediagen_nb.client import errors, media, settings
 from mediagen_nb.client.config import on_this_machine
+from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.settings import ENV_UPLOAD_URL
 
-ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"
 LARGE = 8 * 2**20  # bytes from which an upload shows a progress bar
 PRESIGN_SECONDS = 7 * 24 * 3600  # how long a presigned URL stays readable: longer than any job runs
 CHUNK = 2**20
@@ -89,19 +90,13 @@ def _texts(value: Any, *, every: bool) -> Iterator[str]:
         yield value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
-_chosen: tuple[Target, StorageOptions] | None = None
-_lock = threading.Lock()
-_digests: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> sha256
-_urls: dict[tuple[str, str, str], tuple[str, float]] = {}  # (where, its options, name) -> (URL, good until)
-_sources: dict[str, str] = {}  # URL handed out -> the content-addressed name of the file it serves
-sent_files = 0  # uploads really sent by this process (the same file twice counts once)
+_lock = threading.Lock()  # guards what this process uploaded (PROCESS.uploaded) and its target
 
 
 def uploads(target: Target | None, **options: Any) -> None:
     """Choose where local files go: an fsspec URL (``options`` are its storage options, e.g.
     ``endpoint_url=`` for R2 or MinIO), a callable ``path -> url``, or None for the default
     (``MEDIAGEN_UPLOAD_URL``, else a sandbox's own uploads). The options are held masked from here on."""
-    global _chosen
     held = StorageOptions(options)
     del options  # no frame keeps them in the clear, even in a traceback of the error below
     if target is not None and not callable(target) and not (isinstance(target, str) and "://" in target):
@@ -110,7 +105,7 @@ def uploads(target: Target | None, **options: Any) -> None:
             f"not {held.mask(str(target))[:80]!r}"
         )
     with _lock:
-        _chosen = None if target is None else (target, held)
+        PROCESS.upload_target = None if target is None else (target, held)
 
 
 def local_file(value: Any) -> Path | None:
@@ -167,7 +162,7 @@ def digest(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     with _lock:
-        known = _digests.get(key)
+        known = PROCESS.uploaded.digests.get(key)
     if known is None:
         sha = hashlib.sha256()
         with path.open("rb") as file:
@@ -175,7 +170,7 @@ def digest(path: Path) -> str:
                 sha.update(block)
         known = sha.hexdigest()
         with _lock:
-            _digests[key] = known
+            PROCESS.uploaded.digests[key] = known
     return known
 
 
@@ -205,9 +200,10 @@ def upload(
     """
     found = checked_file(field, path, kind)
     with _lock:
-        chosen = _chosen
-    if chosen is None and os.environ.get(ENV_UPLOAD_URL):
-        chosen = (os.environ[ENV_UPLOAD_URL], StorageOptions({}))
+        chosen: tuple[Target, StorageOptions] | None = PROCESS.upload_target
+    configured = settings.upload_url()
+    if chosen is None and configured:
+        chosen = (configured, StorageOptions({}))
     name = name_of(path, found)
     if chosen is not None and callable(chosen[0]):
         return _handed_out(str(chosen[0](path)), name)
@@ -225,19 +221,19 @@ def upload(
     options = chosen[1]
     place = (destination, options.fingerprint, name)  # each file goes up once
     with _lock:
-        url, until = _urls.get(place, ("", 0.0))
+        url, until = PROCESS.uploaded.urls.get(place, ("", 0.0))
     if time.time() < until:
         return url
     # Signed again halfway through its life: a URL handed out is always good for days.
     url, until = _to_storage(destination, options, name, path), time.time() + PRESIGN_SECONDS / 2
     with _lock:
-        _urls[place] = (url, until)
+        PROCESS.uploaded.urls[place] = (url, until)
     return _handed_out(url, name)
 
 
 def _handed_out(url: str, name: str) -> str:
     with _lock:
-        _sources[url] = name
+        PROCESS.uploaded.sources[url] = name
     return url
 
 
@@ -249,7 +245,7 @@ def stable(value: Any) -> Any:
     """
     if isinstance(value, str):
         with _lock:
-            name = _sources.get(value)
+            name = PROCESS.uploaded.sources.get(value)
         return value if name is None else f"upload:{name}"
     if isinstance(value, Mapping):
         return {key: stable(item) for key, item in value.items()}
@@ -259,9 +255,8 @@ def stable(value: Any) -> Any:
 
 
 def _count_sent() -> None:
-    global sent_files
     with _lock:
-        sent_files += 1
+        PROCESS.uploaded.sent += 1
 
 
 def _chunks(path: Path) -> Iterator[bytes]:

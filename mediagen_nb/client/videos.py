@@ -8,16 +8,17 @@ bounds the most a job can spend at its target length, which a start under a budg
 """
 
 import math
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
-from mediagen_nb.client.core import POLL_SECONDS, Paid
+from mediagen_nb.client.core import POLL_SECONDS, Core
 from mediagen_nb.client.resources import Model, ShortVideoJob, VideoOptions
+from mediagen_nb.client.starts import Recorded, Start, Starts
 from mediagen_nb.client.steps import START, Call, Op
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, states, wire
@@ -73,14 +74,17 @@ class VideoEstimate:
         return f"<div>{escape(str(self))}</div>"
 
 
-class Videos(Catalog):
-    """Operations of the topic-to-video API."""
+class Videos:
+    """Operations of the topic-to-video API, over the core, the catalog and the paid start."""
+
+    def __init__(self, core: Core, catalog: Catalog, starts: Starts) -> None:
+        self.core, self.catalog, self.starts = core, catalog, starts
 
     def video_estimate(self, seconds: float | None = None) -> Op[VideoEstimate]:
         """The least a job costs by the catalog's listed prices (lip-sync is billed by speech length),
         and the most it can spend at the target length (see SPEECH_MARGIN)."""
         length = float(seconds if seconds is not None else spec_limits.SHORT_VIDEO_SECONDS_DEFAULT)
-        models = {m.id: m for m in (yield from self.models())}
+        models = {m.id: m for m in (yield from self.catalog.models())}
         parts = tuple(
             (step, model_id, models[model_id].credits or 0) for step, model_id in CHAIN if model_id in models
         )
@@ -137,66 +141,55 @@ class Videos(Catalog):
             }.items()
             if value is not None
         }
-        book = yield from self.book(ledger)
-        found = yield from self.keyed(
-            ledgers.JOB, None, asked, book, given=idempotency_key, reuse=reuse, fresh=fresh
-        )
-        if found.entry is not None and found.entry.resource_id is not None:
-            earlier = yield from self._earlier_job(found.entry, book)
-            if earlier is not None:
-                return earlier
-        estimate = yield from self.video_estimate(seconds)
-        price = estimate.at_most
-        left = self.budget.status().left
-        if left is not None and price > left:
-            raise errors.BudgetExceeded(
-                f"budget: the topic-to-video job can spend up to {price} credits at {estimate.seconds:g} s "
-                f"(at least {estimate.at_least}), but {left} of the session budget of {self.budget.limit} "
-                "credits are left; nothing was sent. Raise it with mediagen_nb.budget(N) or %mediagen "
-                "budget N, or ask for fewer seconds"
-            )
-        start = Paid(
-            ledgers.JOB, "the topic-to-video job", found.key, None, asked, price, found.ask, found.variation
-        )
-        body = {**asked, wire.JOB_IDEMPOTENCY: found.key}
-        if webhook is not None:
-            body[wire.JOB_WEBHOOK] = webhook
-        job, _, hold = yield from self.paid(
-            start,
-            Call("POST", "job_start", START, body=body),
-            book,
-            lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, "topic": topic, **data}),
-        )
-        ended = job.done and job.credits_used is not None  # else it holds its most until it ends
-        yield from self.answered(
-            start,
-            hold,
-            book,
-            job.id,
-            job.status or states.SCRIPTING,
-            (job.credits_used or 0) if ended else price,
-            credits_known=ended,
-        )
-        return job
 
-    def _earlier_job(self, entry: ledgers.Entry, book: ledgers.Ledger) -> Op[ShortVideoJob | None]:
-        try:
-            current = yield from self.job(str(entry.resource_id))
-        except (errors.NotFoundError, errors.BadRequestError):
-            return None
-        if current.status == states.FAILED:
-            return None
-        yield from self.adopt(entry, book)
-        return replace(current, reused=True)
+        def priced() -> Op[int | None]:
+            estimate = yield from self.video_estimate(seconds)
+            left, limit = self.core.budget.status().left, self.core.budget.limit
+            if left is not None and estimate.at_most > left:
+                raise errors.BudgetExceeded(
+                    f"budget: the topic-to-video job can spend up to {estimate.at_most} credits at "
+                    f"{estimate.seconds:g} s (at least {estimate.at_least}), but {left} of the session "
+                    f"budget of {limit} credits are left; nothing was sent. Raise it with "
+                    "mediagen_nb.budget(N) or %mediagen budget N, or ask for fewer seconds"
+                )
+            return estimate.at_most
+
+        def request(key: str) -> Call:
+            body = {**asked, wire.JOB_IDEMPOTENCY: key}  # in the body, as the spec says
+            if webhook is not None:
+                body[wire.JOB_WEBHOOK] = webhook
+            return Call("POST", "job_start", START, body=body)
+
+        return (
+            yield from self.starts.start(
+                Start(
+                    ledgers.JOB,
+                    "the topic-to-video job",
+                    None,
+                    asked,
+                    request=request,
+                    parse=lambda data: ShortVideoJob.from_api(
+                        {"status": states.SCRIPTING, "topic": topic, **data}
+                    ),
+                    recorded=_held_until_it_ends,
+                    read=self.job,
+                    price=priced,
+                    key=idempotency_key,
+                    reuse=reuse,
+                    fresh=fresh,
+                    ledger=ledger,
+                )
+            )
+        )
 
     def job(self, job_id: str) -> Op[ShortVideoJob]:
         """Read a topic-to-video job."""
-        data = yield from self.send(Call("GET", "job", params={"id": checked_id(job_id, "job")}))
+        data = yield from self.core.send(Call("GET", "job", params={"id": checked_id(job_id, "job")}))
         job = ShortVideoJob.from_api(data)
         # The charge is final once the job ends (a failed job is refunded in full); until then the
         # ledger and the budget keep what the start held, the most the job can spend.
         charged = (0 if job.status == states.FAILED else job.credits_used) if job.done else None
-        yield from self.observed(
+        yield from self.core.observed(
             job.id,
             job.status or "",
             credits=charged,
@@ -208,7 +201,7 @@ class Videos(Catalog):
 
     def video_options(self) -> Op[VideoOptions]:
         """Voices by gender, looks, edit styles and length bounds."""
-        return VideoOptions.from_api((yield from self.send(Call("GET", "job_options"))))
+        return VideoOptions.from_api((yield from self.core.send(Call("GET", "job_options"))))
 
     def reedit(
         self, job_id: str, *, flow: str | None = None, captions: bool | None = None, music: bool | None = None
@@ -220,26 +213,27 @@ class Videos(Catalog):
         body = {
             k: v for k, v in {"flow": flow, "captions": captions, "music": music}.items() if v is not None
         }
-        book = yield from self.book()
-        start = Paid(
-            ledgers.JOB, f"the re-edit of job {job_id}", f"reedit-{uuid.uuid4().hex}", None, body, None
+        params = {"id": checked_id(job_id, "job")}
+
+        def recorded(job: ShortVideoJob, answer: Any, price: int | None) -> Recorded:
+            return Recorded(job.status or states.SCRIPTING, job.credits_used or 0, credits_known=False)
+
+        return (
+            yield from self.starts.start(
+                Start(
+                    ledgers.JOB,
+                    f"the re-edit of job {job_id}",
+                    None,
+                    body,
+                    request=lambda key: Call(
+                        "POST", "reedit", START, params=params, body=body, replayable=False
+                    ),
+                    parse=lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, **data}),
+                    recorded=recorded,
+                    read=self.job,
+                )
+            )
         )
-        call = Call(
-            "POST", "reedit", START, params={"id": checked_id(job_id, "job")}, body=body, replayable=False
-        )
-        job, _, hold = yield from self.paid(
-            start, call, book, lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, **data})
-        )
-        yield from self.answered(
-            start,
-            hold,
-            book,
-            job.id,
-            job.status or states.SCRIPTING,
-            job.credits_used or 0,
-            credits_known=False,
-        )
-        return job
 
     def wait_job(
         self,
@@ -256,4 +250,11 @@ class Videos(Catalog):
         def read() -> Op[ShortVideoJob]:
             return replace((yield from self.job(job_id)), reused=reused)
 
-        return (yield from self.poll(read, lambda j: j.done, poll, timeout, on_update, f"job {job_id}"))
+        return (yield from self.core.poll(read, lambda j: j.done, poll, timeout, on_update, f"job {job_id}"))
+
+
+def _held_until_it_ends(job: ShortVideoJob, answer: Any, price: int | None) -> Recorded:
+    """A job's charge is known once it ends; until then the ledger (and the budget) keep the most it
+    can spend, the price its start held."""
+    ended = job.done and job.credits_used is not None
+    return Recorded(job.status or states.SCRIPTING, (job.credits_used or 0) if ended else price or 0, ended)

@@ -36,7 +36,7 @@ def _matches(model: Model, terms: list[str]) -> bool:
     return all(term in text for term in terms)
 
 
-class Catalog:
+class CatalogBrowser:
     """A browser of the catalog: filters, a page of cards, and the form of the model opened below."""
 
     @property
@@ -84,7 +84,7 @@ class Catalog:
         self.show()
 
     def __repr__(self) -> str:
-        return f"<Catalog {len(self.shown)} of {len(self.models)} models, page {self.page + 1}>"
+        return f"<CatalogBrowser {len(self.shown)} of {len(self.models)} models, page {self.page + 1}>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """Render as the browser's widget when it is a cell's last expression."""
@@ -155,6 +155,6 @@ class Catalog:
             self.detail.children = [widgets.HTML(html.error_line(f"could not open {model_id}: {exc}"))]
 
 
-def catalog(client: Client | None = None) -> Catalog:
+def catalog(client: Client | None = None) -> CatalogBrowser:
     """A browser of every catalog model (shown when it is a cell's last expression)."""
-    return Catalog(client)
+    return CatalogBrowser(client)

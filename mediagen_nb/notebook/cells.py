@@ -52,7 +52,7 @@ def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
 
 def output_name(flags: dict[str, Any]) -> str | None:
     """The ``-o NAME`` asked for; a bad name is refused before anything is sent or charged."""
-    name = flags.get("-o") or flags.get("--output")
+    name = flags.get("output")
     if name is not None and (not str(name).isidentifier() or keyword.iskeyword(str(name))):
         raise MagicError(f"-o {name!r}: give a Python variable name")
     return None if name is None else str(name)
@@ -67,17 +67,9 @@ def store(shell: Any, flags: dict[str, Any], value: Any) -> Any:
 
 def model_of(client: Any, model_id: str) -> Any:
     """The catalog model ``model_id``; an unknown id is one short line with a "did you mean", not 130 ids."""
-    from mediagen_nb.client import NotFoundError
+    from mediagen_nb.client.catalog import model_named
 
-    try:
-        return client.model(model_id)
-    except NotFoundError as exc:
-        if not exc.message.startswith("Model not found"):
-            raise
-        from mediagen_nb.protocol.messages import no_such_model
-
-        ids = [m.id for m in client.models()]
-        raise MagicError(f"404 {no_such_model(model_id, ids, '%mediagen models')}", "NotFoundError") from None
+    return model_named(client, model_id, "%mediagen models")  # a NotFoundError: one line, by @friendly
 
 
 class Started:
@@ -135,21 +127,6 @@ def follow(
     return result
 
 
-def replicate_options(body: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of ``Client.replicate`` from a checked replicate body."""
-    names = {
-        "modelId": "model_id",
-        "quality": "quality",
-        "accuracy": "accuracy",
-        "clips": "clips",
-        "characterImage": "character_image",
-        "captions": "captions",
-        "audio": "audio",
-        "marketingAspect": "marketing_aspect",
-    }
-    return {names[key]: value for key, value in body.items()}
-
-
 def money(item: Any) -> str:
     """What a result cost, or that it was reused at no charge."""
     if getattr(item, "reused", False):
@@ -162,7 +139,7 @@ def raise_unless(flags: dict[str, Any], result: Any) -> Any:
     """A failed result fails the cell (it is kept in ``-o NAME`` and the history), unless ``--no-raise``."""
     from mediagen_nb.client import Generation, WorkFailed
 
-    if getattr(result, "status", None) == "failed" and not flags.get("--no-raise"):
+    if getattr(result, "status", None) == "failed" and not flags.get("no_raise"):
         if isinstance(result, Generation):
             result.raise_for_status()
         raise WorkFailed(result)

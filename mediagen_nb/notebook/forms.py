@@ -11,7 +11,6 @@ import json
 import keyword
 import shlex
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
@@ -24,13 +23,12 @@ from mediagen_nb.client import Client, Generation, GenerationError, MediagenErro
 from mediagen_nb.client.ledger import via
 from mediagen_nb.notebook import parsing
 from mediagen_nb.notebook.inputs import Field, build_field
-from mediagen_nb.notebook.live import reused_note
+from mediagen_nb.notebook.live import Ticker, reused_note
 from mediagen_nb.notebook.prices import listed_price, price_inputs, quote, stand_in
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol import messages
 
 DEBOUNCE_S = 0.6
-TICK_S = 1.0  # how often the progress line's elapsed time moves while a run is followed
 # Parameters of Client.generate itself: inputs with these names go in an ``input`` dict instead.
 GENERATE_ARGS = frozenset(Client.generate.__signature__.parameters) - {"fields"}
 ONE_LINE_CALL = 100
@@ -93,17 +91,11 @@ class _Progress:
     def __init__(self, line: widgets.HTML) -> None:
         self.line = line
         self.status = "starting"
-        self.started = time.monotonic()
-        self._stop = threading.Event()
+        self._ticker = Ticker(self._show)
         self._show()
-        threading.Thread(target=self._tick, name="mediagen-form-progress", daemon=True).start()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(TICK_S):
-            self._show()
 
     def _show(self) -> None:
-        elapsed = time.monotonic() - self.started
+        elapsed = self._ticker.elapsed
         self.line.value = f'<span style="color:#555">&#8987; {escape(self.status)} · {elapsed:.1f} s</span>'
 
     def update(self, generation: Generation) -> None:
@@ -113,9 +105,12 @@ class _Progress:
 
     def stop(self, text: str, ok: bool) -> None:
         """Stop ticking and leave ``text`` as the final line."""
-        self._stop.set()
         color, icon = ("#1a7f37", "&#10003;") if ok else ("#cf222e", "&#10007;")
-        self.line.value = f'<span style="color:{color}">{icon} {escape(text)}</span>'
+
+        def final() -> None:
+            self.line.value = f'<span style="color:{color}">{icon} {escape(text)}</span>'
+
+        self._ticker.stop(final)
 
 
 class Form:

@@ -1,13 +1,46 @@
 """A one-line live status (stage, elapsed time) in the output of the cell that started a job.
 
 In JupyterLab, Notebook 7 and VS Code it is a display that updates in place; in a terminal
-IPython nothing is drawn until the result, which prints as readable text.
+IPython nothing is drawn until the result, which prints as readable text. :class:`Ticker` moves the
+elapsed time of this line and of a form's progress line.
 """
 
 import threading
 import time
+from collections.abc import Callable
 from html import escape
 from typing import Any
+
+TICK_SECONDS = 1.0  # how often a status line's elapsed time moves
+
+
+class Ticker:
+    """Redraws a status line every ``TICK_SECONDS`` on a thread of its own, from its start until
+    :meth:`stop`; after that no tick draws over the final line."""
+
+    def __init__(self, draw: Callable[[], None]) -> None:
+        self.started = time.monotonic()
+        self._draw = draw
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._tick, name="mediagen-ticker", daemon=True).start()
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the line started."""
+        return time.monotonic() - self.started
+
+    def _tick(self) -> None:
+        while not self._stop.wait(TICK_SECONDS):
+            with self._lock:
+                if not self._stop.is_set():
+                    self._draw()
+
+    def stop(self, final: Callable[[], None]) -> None:
+        """Stop ticking, then draw the final line with ``final``."""
+        with self._lock:
+            self._stop.set()
+            final()
 
 
 def describe(item: Any) -> str:
@@ -40,15 +73,14 @@ class Live:
         self.title = title
         self.status = "starting"
         self.started = time.monotonic()
-        self._stop = threading.Event()
-        self._lock = threading.Lock()  # the ticker never redraws over the final line
         self._handle = None
+        self._ticker: Ticker | None = None
         if is_rich(shell):
             from IPython.display import HTML, display
 
             self._html = HTML
             self._handle = display(HTML(self._line()), display_id=True)
-            threading.Thread(target=self._tick, name="mediagen-live", daemon=True).start()
+            self._ticker = Ticker(self._show)
 
     def _line(self, icon: str = "&#8987;") -> str:
         elapsed = time.monotonic() - self.started
@@ -56,12 +88,6 @@ class Live:
             f'<div style="font-family:sans-serif;font-size:13px;color:#555">{icon} '
             f"{escape(self.title)}: {escape(self.status)} · {elapsed:.0f} s</div>"
         )
-
-    def _tick(self) -> None:
-        while not self._stop.wait(1.0):
-            with self._lock:
-                if not self._stop.is_set():
-                    self._show()
 
     def _show(self, icon: str = "&#8987;") -> None:
         if self._handle is not None:
@@ -74,10 +100,15 @@ class Live:
 
     def close(self, status: str, ok: bool = True) -> None:
         """Stop ticking and leave a final line; the result itself is the cell's value."""
-        with self._lock:
-            self._stop.set()
+
+        def final() -> None:
             self.status = status
             self._show("&#10003;" if ok else "&#10007;")
+
+        if self._ticker is None:
+            final()
+        else:
+            self._ticker.stop(final)
 
 
 def reused_note(item: Any) -> str:

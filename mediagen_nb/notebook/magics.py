@@ -9,18 +9,20 @@ Money: a start from a magic is keyed by what it asks (model and input; the link 
 so running the same cell again returns the earlier result at no charge and says so; ``--fresh``
 asks for a new variation. A Ctrl-C keeps what was started, in ``-o NAME``, the history and the
 ledger, and the re-run picks it up.
+
+Each magic's own options are declared with IPython's ``@magic_arguments`` (``%generate?`` lists
+them); the words they leave are the model's fields.
 """
 
 import getpass
-import os
 import sys
-from html import escape
 from typing import Any, cast
 
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Int, TraitError, Unicode, observe
 
-from mediagen_nb.notebook import options, parsing
+from mediagen_nb.notebook import options, parsing, replicas
 from mediagen_nb.notebook.cells import (
     MagicError,
     Started,
@@ -30,22 +32,24 @@ from mediagen_nb.notebook.cells import (
     money,
     output_name,
     raise_unless,
-    replicate_options,
     store,
     video_summary,
 )
-from mediagen_nb.notebook.live import describe, is_rich
+from mediagen_nb.notebook.live import describe
 from mediagen_nb.notebook.options import (
-    GENERATE_FLAGS,
+    ESTIMATE,
+    FLOW,
+    FRESH,
     KINDS,
-    REEDIT_FLAGS,
-    REPLICATE_FLAGS,
+    NO_CAPTIONS,
+    NO_MUSIC,
+    NO_RAISE,
+    OUTPUT,
     SUBCOMMANDS,
-    VIDEO_FLAGS,
 )
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
-from mediagen_nb.protocol.messages import closest
+from mediagen_nb.protocol.messages import did_you_mean
 
 
 @magics_class
@@ -96,15 +100,22 @@ class MediagenMagics(Magics):
 
     @observe("preview_width")
     def _width_changed(self, change: Any) -> None:
-        from mediagen_nb.client import html
+        from mediagen_nb.client.previews import preview_width
 
-        html.RESULT_WIDTH = int(change["new"])
+        preview_width(change["new"])
 
     # -- %%generate / %generate ------------------------------------------------------------
 
     @no_var_expand
     @line_cell_magic
     @friendly
+    @magic_arguments()
+    @OUTPUT
+    @ESTIMATE
+    @argument("--no-wait", action="store_true", help="Return the generation running.")
+    @FRESH
+    @NO_RAISE
+    @argument("--extra-inputs", action="store_true", help="Send fields the model does not have, as text.")
     def generate(self, line: str, cell: str | None = None) -> Any:
         """%%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait] [--fresh]  (body: the text)
         %generate MODEL field=value ... [-o NAME] [--estimate] [--no-wait] [--fresh]
@@ -121,19 +132,18 @@ class MediagenMagics(Magics):
         client = SESSION.client
         model = model_of(client, words[0])
         namespace = self._user_ns
-        extra = "--extra-inputs" in words[1:]
-        options = parsing.parse_fields(
-            words[1:],
+        flags, rest = options.read(MediagenMagics.generate, words[1:], namespace)
+        extra = bool(flags["extra_inputs"])
+        inputs = parsing.parse_fields(
+            rest,
             model.id,
             model.properties,
-            GENERATE_FLAGS,
+            options.names(MediagenMagics.generate),
             namespace,
             pairs=cell is None,
             extra_inputs=extra,
-        )
-        flags = options.flags
+        ).inputs
         output_name(flags)
-        inputs = options.inputs
         if cell is not None and cell.strip():
             main = parsing.main_text_field(model.properties, model.required)
             if main is None:
@@ -142,14 +152,14 @@ class MediagenMagics(Magics):
         if self.quality and "quality" in model.properties and "quality" not in inputs:
             inputs["quality"] = self.quality
         self._defaults(flags)
-        if flags.get("--estimate"):
+        if flags["estimate"]:
             return store(self.shell, flags, client.estimate(model.id, inputs, extra_inputs=extra))
 
         def steps(started: Started) -> None:
             with via("magic"):
-                fresh = bool(flags.get("--fresh"))
+                fresh = bool(flags["fresh"])
                 started.update(client.run(model.id, inputs, reuse=True, fresh=fresh, extra_inputs=extra))
-            if not flags.get("--no-wait") and not started.item.done:
+            if not flags["no_wait"] and not started.item.done:
                 started.update(client.wait(started.item, on_update=started.update))
 
         def summary(result: Any) -> tuple[str, bool]:
@@ -166,20 +176,40 @@ class MediagenMagics(Magics):
         namespace: dict[str, Any] = self.shell.user_ns
         return namespace
 
+    def _own(self, magic: Any, words: list[str], name: str) -> dict[str, Any]:
+        """The options of a magic that takes no model fields: any other word is refused, named."""
+        flags, rest = options.read(magic, words, self._user_ns)
+        parsing.parse_fields(rest, name, {}, options.names(magic), self._user_ns)  # refuses what is left
+        return flags
+
     def _defaults(self, flags: dict[str, Any]) -> None:
         """The kernel's defaults (``%config MediagenMagics``) under the cell's own flags."""
         if not self.wait:
-            flags.setdefault("--no-wait", True)
+            flags["no_wait"] = True
         if not self.raise_on_failure:
-            flags.setdefault("--no-raise", True)
+            flags["no_raise"] = True
         if self.fresh:
-            flags.setdefault("--fresh", True)
+            flags["fresh"] = True
 
     # -- %replicate -------------------------------------------------------------------------
 
     @no_var_expand
     @line_magic
     @friendly
+    @magic_arguments()
+    @OUTPUT
+    @argument("--model", help="The video model of the replica.")
+    @argument("--quality", help="low, medium or high.")
+    @argument("--accuracy", help="fast, balanced or exact.")
+    @argument("--clips", help="The clips to render, counted from 0: 0,2,5.")
+    @argument("--captions", action="store_true", help="Burn in captions.")
+    @argument("--audio", help="chunks, original, or the URL of a track.")
+    @argument("--character", help="An image of the character to put in every clip.")
+    @argument("--marketing-aspect", help="9:16 or 16:9.")
+    @ESTIMATE
+    @argument("--analyze", action="store_true", help="Only analyze (5 credits) and show the plan.")
+    @FRESH
+    @NO_RAISE
     def replicate(self, line: str) -> Any:
         """%replicate URL [--model ID] [--quality q] [--accuracy a] [--clips 0,2,5] [--captions]
         [--audio chunks|original|URL] [--character IMAGE] [--marketing-aspect 9:16|16:9]
@@ -196,22 +226,23 @@ class MediagenMagics(Magics):
         if not words or words[0].startswith("-"):
             raise MagicError("usage: %replicate URL [--model ...] [--quality ...] [--clips 0,2,5] [-o NAME]")
         url = str(parsing.interpolate_value(words[0], self._user_ns))
-        flags = parsing.parse_fields(words[1:], "replicate", {}, REPLICATE_FLAGS, self._user_ns).flags
+        flags = self._own(MediagenMagics.replicate, words[1:], "replicate")
         output_name(flags)
         self._defaults(flags)
-        body = run_body(  # every option checked here, before the analysis charges its 5 credits
-            model_id=flags.get("--model"),
-            quality=flags.get("--quality"),
-            accuracy=flags.get("--accuracy"),
-            clips=self._clips(flags.get("--clips")),
-            character_image=flags.get("--character"),
-            captions=True if flags.get("--captions") else None,
-            audio=flags.get("--audio"),
-            marketing_aspect=flags.get("--marketing-aspect"),
-        )
+        render = {  # Client.replicate's own options, refused by its rule before the analysis charges 5
+            "model_id": flags["model"],
+            "quality": flags["quality"],
+            "accuracy": flags["accuracy"],
+            "clips": replicas.clips(flags["clips"]),
+            "character_image": flags["character"],
+            "captions": True if flags["captions"] else None,
+            "audio": flags["audio"],
+            "marketing_aspect": flags["marketing_aspect"],
+        }
+        run_body(**render)
         client = SESSION.client
-        if flags.get("--estimate"):
-            return self._replicate_estimate(client, url, body, flags)
+        if flags["estimate"]:
+            return replicas.estimate(self.shell, client, url, render, flags)
 
         def steps(started: Started) -> None:
             with via("replication"):
@@ -220,107 +251,53 @@ class MediagenMagics(Magics):
                 analysis = started.item
                 if analysis.status == "failed":
                     raise WorkFailed(analysis)  # its 5 credits were refunded
-                self._show_plan(analysis, body, table=bool(flags.get("--analyze")) or not analysis.reused)
-                if flags.get("--analyze"):
-                    return
-                run = client.replicate(
-                    analysis.id, **replicate_options(body), reuse=True, fresh=bool(flags.get("--fresh"))
+                replicas.show_plan(
+                    self.shell, analysis, render, table=bool(flags["analyze"]) or not analysis.reused
                 )
+                if flags["analyze"]:
+                    return
+                run = client.replicate(analysis.id, **render, reuse=True, fresh=bool(flags["fresh"]))
                 started.update(run)
                 started.update(client.wait_replication(run, on_update=started.update))
 
         def summary(result: Any) -> tuple[str, bool]:
-            if flags.get("--analyze"):
+            if flags["analyze"]:
                 return f"analysis ready; nothing rendered (--analyze) · {money(result)}", True
             return f"{describe(result)} · {money(result)}", result.status == "done"
 
         return raise_unless(flags, follow(self.shell, flags, "replicate", steps, summary))
-
-    def _replicate_estimate(self, client: Any, url: str, body: dict[str, Any], flags: dict[str, Any]) -> Any:
-        """The render's price from an earlier analysis of the link, or what the analysis costs: no charge."""
-        from mediagen_nb.protocol import limits as spec_limits
-        from mediagen_nb.protocol import replication as rules
-
-        analysis = client.analysis_of(url)
-        if analysis is not None and analysis.status == "ready":
-            self._show_plan(analysis, body)
-            return store(self.shell, flags, analysis)
-        models = {m.id: m for m in client.models()}
-        model = models.get(str(body.get("modelId", rules.DEFAULTS["modelId"])))
-        per_clip = (
-            f"{model.credits} credits a clip ({model.id}, listed)" if model else "the model's price a clip"
-        )
-        print(
-            f"replicate {url}: the analysis costs {spec_limits.ANALYSIS_CREDITS} credits (flat; refunded "
-            "if it fails) and has not run, so the clip count is not known yet. The render costs "
-            f"about {per_clip} times the clips. Nothing was charged: run %replicate URL --analyze "
-            "(5 credits) to see the plan and its price, then %replicate URL renders (reusing the analysis)."
-        )
-        return None
-
-    @staticmethod
-    def _clips(raw: Any) -> list[int] | None:
-        if raw is None:
-            return None
-        try:
-            return [int(part) for part in str(raw).replace(" ", "").split(",") if part]
-        except ValueError:
-            raise MagicError(f"--clips {raw!r}: give clip indexes counted from 0, like 0,2,5") from None
-
-    def _show_plan(self, analysis: Any, body: dict[str, Any], *, table: bool = True) -> None:
-        """What rendering will cost, before anything is charged for it, after the blueprint as a table
-        unless ``table`` is false (an analysis reused from an earlier cell, whose table was shown there)."""
-        from mediagen_nb.protocol import replication as rules
-
-        client = SESSION.client
-        models = {m.id: m for m in client.models()}
-        model = models.get(str(body.get("modelId", rules.DEFAULTS["modelId"])))
-        clips = body.get("clips")
-        chosen = len(set(clips)) if clips is not None else analysis.clip_count or 0
-        price = model.credits if model is not None else None
-        if clips is not None and analysis.clip_count is not None and max(clips) >= analysis.clip_count:
-            raise MagicError(
-                f"--clips {','.join(map(str, clips))}: this video has {analysis.clip_count} clips, "
-                f"counted from 0 to {analysis.clip_count - 1}; nothing was rendered"
-            )
-        cost = (
-            f"render: about {chosen * price} credits: {chosen} clips x {price} credits ({model.id} listed "
-            "price); quality and clip lengths change it, and accuracy=fast packs clips into fewer generations"
-            if model is not None and price is not None
-            else "render: the model's price per clip"
-        )
-        if is_rich(self.shell):
-            from IPython.display import HTML, display
-
-            shown = table and analysis.blueprint is not None
-            blueprint = analysis.blueprint._repr_html_() if shown else ""
-            display(HTML(f"{blueprint}<div>{escape(cost)}</div>"))
-        else:
-            for row in analysis.blueprint.rows() if table and analysis.blueprint is not None else []:
-                print(
-                    f"  clip {row['clip']}: {row['start']}-{row['end']} s  {row['camera']}  {row['prompt']}"
-                )
-            print(cost)
 
     # -- %%make_video -------------------------------------------------------------------------
 
     @no_var_expand
     @cell_magic
     @friendly
+    @magic_arguments()
+    @OUTPUT
+    @argument("--seconds", help="The target length, from 20 to 180 seconds.")
+    @argument("--gender", help="man or woman.")
+    @argument("--look", help="creator, newscaster or pixar.")
+    @argument("--voice", help="A voice of video_options().")
+    @FLOW
+    @NO_CAPTIONS
+    @NO_MUSIC
+    @ESTIMATE
+    @FRESH
+    @NO_RAISE
     def make_video(self, line: str, cell: str) -> Any:
         """%%make_video [--seconds 45] [--gender man|woman] [--look creator|newscaster|pixar] [--voice NAME]
         [--flow STYLE] [--no-captions] [--no-music] [--estimate] [--fresh] [-o NAME]   (body: the topic)"""
         from mediagen_nb.client.ledger import via
 
-        flags = parsing.parse_fields(parsing.split(line), "make_video", {}, VIDEO_FLAGS, self._user_ns).flags
+        flags = self._own(MediagenMagics.make_video, parsing.split(line), "make_video")
         output_name(flags)
-        seconds = flags.get("--seconds")
+        seconds = flags["seconds"]
         try:
             seconds = float(seconds) if seconds is not None else None
         except ValueError:
             raise MagicError(f"--seconds {seconds!r}: give a number from 20 to 180") from None
         client = SESSION.client
-        if flags.get("--estimate"):
+        if flags["estimate"]:
             return store(self.shell, flags, client.video_estimate(seconds))
         topic = parsing.interpolate(cell.strip(), self._user_ns) or None
 
@@ -329,14 +306,14 @@ class MediagenMagics(Magics):
                 job = client.make_video(
                     topic,
                     seconds=seconds,
-                    gender=flags.get("--gender"),
-                    look=flags.get("--look"),
-                    voice=flags.get("--voice"),
-                    flow=flags.get("--flow"),
-                    captions=False if flags.get("--no-captions") else None,
-                    music=False if flags.get("--no-music") else None,
+                    gender=flags["gender"],
+                    look=flags["look"],
+                    voice=flags["voice"],
+                    flow=flags["flow"],
+                    captions=False if flags["no_captions"] else None,
+                    music=False if flags["no_music"] else None,
                     reuse=True,
-                    fresh=bool(flags.get("--fresh")),
+                    fresh=bool(flags["fresh"]),
                 )
                 started.update(job)
                 started.update(client.wait_job(job, on_update=started.update))
@@ -354,34 +331,43 @@ class MediagenMagics(Magics):
         | reedit JOB --flow STYLE [--no-captions] [--no-music]"""
         words = parsing.split(line)
         command, rest = (words[0], words[1:]) if words else ("help", [])
-        handler = getattr(self, f"_cmd_{command}", None)
-        if handler is None:
-            close = closest(command, SUBCOMMANDS)
-            hint = f"; did you mean {close}?" if close else ""
+        handlers = {
+            "models": self._cmd_models,
+            "model": self._cmd_model,
+            "estimate": self._cmd_estimate,
+            "key": self._cmd_key,
+            "use": self._cmd_use,
+            "usage": self._cmd_usage,
+            "budget": self._cmd_budget,
+            "history": self._cmd_history,
+            "reedit": self._cmd_reedit,
+            "help": self._cmd_help,
+        }
+        if command not in handlers:
             raise MagicError(
-                f"%mediagen {command}: unknown command{hint} (commands: {', '.join(SUBCOMMANDS)})"
+                f"%mediagen {command}: unknown command{did_you_mean(command, SUBCOMMANDS)} "
+                f"(commands: {', '.join(SUBCOMMANDS)})"
             )
-        return handler(rest)
+        return handlers[command](rest)
 
     def _cmd_help(self, words: list[str]) -> None:
         print(MediagenMagics.mediagen.__doc__)
 
+    @magic_arguments("%mediagen models")
+    @argument("--kind", help="image, video or audio.")
     def _cmd_models(self, words: list[str]) -> Any:
+        """The catalog's models, of one kind, whose text has every word given."""
         from mediagen_nb.client.catalog import find_models
 
-        kind, text = None, []
-        pending = iter(words)
-        for word in pending:
-            if word == "--kind":
-                kind = next(pending, None)
-                if kind not in KINDS:
-                    raise MagicError(f"--kind {kind!r}: use image, video or audio")
-            elif word.startswith("-"):
-                raise MagicError(
-                    f"%mediagen models: unknown option {word}; use --kind image|video|audio [TEXT]"
-                )
-            else:
-                text.append(word)
+        flags, text = options.read(MediagenMagics._cmd_models, words, self._user_ns)
+        kind = flags["kind"]
+        if "--kind" in words and kind not in KINDS:
+            raise MagicError(f"--kind {kind!r}: use image, video or audio")
+        unknown = [word for word in text if word.startswith("-")]
+        if unknown:
+            raise MagicError(
+                f"%mediagen models: unknown option {unknown[0]}; use --kind image|video|audio [TEXT]"
+            )
         return ModelTable(find_models(SESSION.client.models(), text, kind))
 
     def _cmd_model(self, words: list[str]) -> Any:
@@ -394,18 +380,17 @@ class MediagenMagics(Magics):
             raise MagicError("usage: %mediagen estimate MODEL field=value ...")
         client = SESSION.client
         model = model_of(client, words[0])
-        options = parsing.parse_fields(words[1:], model.id, model.properties, {}, self._user_ns, pairs=True)
-        return client.estimate(model.id, options.inputs)
+        fields = parsing.parse_fields(words[1:], model.id, model.properties, (), self._user_ns, pairs=True)
+        return client.estimate(model.id, fields.inputs)
 
     def _cmd_key(self, words: list[str]) -> None:
         """Ask for a key without echoing it; it goes into the client only, never the notebook."""
-        from mediagen_nb.client import Client
-        from mediagen_nb.client.config import ENV_BASE_URL
+        from mediagen_nb.client import Client, settings
 
         key = getpass.getpass("MEDIAGEN API key (pk_live_...): ").strip()
         if not key:
             raise MagicError("no key entered; nothing changed")
-        base_url = os.environ.get(ENV_BASE_URL) or input("Service base URL (the spec's {base_url}): ").strip()
+        base_url = settings.base_url() or input("Service base URL (the spec's {base_url}): ").strip()
         client = SESSION.use(Client(key, base_url=base_url or None))
         del key
         print(
@@ -442,7 +427,13 @@ class MediagenMagics(Magics):
     def _cmd_history(self, words: list[str]) -> Any:
         return HistoryTable(list(SESSION.history))
 
+    @magic_arguments("%mediagen reedit")
+    @OUTPUT
+    @FLOW
+    @NO_CAPTIONS
+    @NO_MUSIC
     def _cmd_reedit(self, words: list[str]) -> Any:
+        """Re-cut a finished video with another edit style (a new job)."""
         from mediagen_nb.client.ledger import via
 
         if not words:
@@ -453,13 +444,7 @@ class MediagenMagics(Magics):
         if isinstance(target, str) and target in self._user_ns:
             target = self._user_ns[target]
         job_id = getattr(target, "id", target)
-        flags = parsing.parse_fields(
-            words[1:],
-            "reedit",
-            {},
-            REEDIT_FLAGS,
-            self._user_ns,
-        ).flags
+        flags = self._own(MediagenMagics._cmd_reedit, words[1:], "reedit")
         output_name(flags)
         client = SESSION.client
 
@@ -467,9 +452,9 @@ class MediagenMagics(Magics):
             with via("topic-to-video"):
                 job = client.reedit(
                     str(job_id),
-                    flow=flags.get("--flow"),
-                    captions=False if flags.get("--no-captions") else None,
-                    music=False if flags.get("--no-music") else None,
+                    flow=flags["flow"],
+                    captions=False if flags["no_captions"] else None,
+                    music=False if flags["no_music"] else None,
                 )
                 started.update(job)
                 started.update(client.wait_job(job, on_update=started.update))

@@ -1,6 +1,7 @@
-"""Reading a magic's option line against a model's schema, and ``{{name}}`` interpolation.
+"""Reading a magic's fields against a model's schema, and ``{{name}}`` interpolation.
 
-Only the option line is parsed (with shell quoting); a cell body is passed as plain text, so
+Only the option line is parsed (with shell quoting; the magic's own options are argparse's, in
+:mod:`.options`); a cell body is passed as plain text, so
 apostrophes, quotes, JSON and single braces are never touched. ``{{name}}`` and ``{{obj.attr}}``
 are the one interpolation syntax, expanded exactly once; an unknown name is an error.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from mediagen_nb.protocol.messages import closest
+from mediagen_nb.protocol.messages import did_you_mean
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\}\}")
 TRUE = {"true", "yes", "on", "1"}
@@ -27,8 +28,8 @@ def lookup(path: str, namespace: Mapping[str, Any]) -> Any:
     """The value of ``name`` or ``name.attr.attr`` in ``namespace`` (attributes only, no calls)."""
     name, *attrs = path.split(".")
     if name not in namespace:
-        close = closest(name, [n for n, value in namespace.items() if _a_value(n, value)])
-        hint = f"; did you mean {{{{{close}}}}}?" if close else ""
+        values = [n for n, value in namespace.items() if _a_value(n, value)]
+        hint = did_you_mean(name, values, "{{{{{}}}}}")
         raise OptionError(f"{{{{{path}}}}}: there is no variable named {name!r}{hint}")
     value = namespace[name]
     for attr in attrs:
@@ -102,10 +103,8 @@ def coerce(name: str, prop: Mapping[str, Any], value: Any) -> Any:
 
 def _unknown(option: str, fields: Iterable[str], extra: Iterable[str], model_id: str) -> OptionError:
     names = [f"--{f}" for f in fields]
-    close = closest(option, [*names, *extra])
-    hint = f"; did you mean {close}?" if close else ""
     return OptionError(
-        f"unknown option {option} for {model_id}{hint}\n"
+        f"unknown option {option} for {model_id}{did_you_mean(option, [*names, *extra])}\n"
         f"  fields: {' '.join(names) or '(none)'}\n  options: {' '.join(extra)}"
     )
 
@@ -113,49 +112,38 @@ def _unknown(option: str, fields: Iterable[str], extra: Iterable[str], model_id:
 def _unknown_pair(name: str, fields: Iterable[str], model_id: str) -> OptionError:
     """An unknown ``field=value`` name, in one line: the closest input and every input."""
     names = list(fields)
-    close = closest(name, names)
-    hint = f"; did you mean {close}=?" if close else ""
+    hint = did_you_mean(name, names, "{}=")
     return OptionError(f"unknown input {name} for {model_id}{hint} (inputs: {', '.join(names) or 'none'})")
 
 
 @dataclass
-class Options:
-    """What an option line asked for: model inputs, and the magic's own flags."""
+class Fields:
+    """What an option line asked of the model: its inputs, typed by the schema."""
 
     inputs: dict[str, Any] = field(default_factory=dict)
-    flags: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_fields(
     words: list[str],
     model_id: str,
     properties: Mapping[str, Any],
-    flags: Mapping[str, bool],
+    options: Iterable[str],
     namespace: Mapping[str, Any],
     *,
     pairs: bool = False,
     extra_inputs: bool = False,
-) -> Options:
-    """Read ``--field value`` (or ``field=value`` when ``pairs``) and the magic's ``flags``.
+) -> Fields:
+    """Read ``--field value`` (or ``field=value`` when ``pairs``): the words a magic's own ``options``
+    (named in messages) left over.
 
-    ``flags`` maps an option (``-o``, ``--estimate``) to whether it takes a value. A name the schema
-    does not have is refused unless ``extra_inputs`` (``--extra-inputs``): then it is kept as text.
+    A name the schema does not have is refused unless ``extra_inputs`` (``--extra-inputs``): then it
+    is kept as text.
     """
-    out = Options()
-    extra = sorted(flags)
+    out = Fields()
+    extra = sorted(options)
     i = 0
     while i < len(words):
         word = words[i]
-        if word in flags:
-            if flags[word]:
-                if i + 1 >= len(words):
-                    raise OptionError(f"{word} needs a value")
-                out.flags[word] = interpolate_value(words[i + 1], namespace)
-                i += 2
-            else:
-                out.flags[word] = True
-                i += 1
-            continue
         if pairs and "=" in word and not word.startswith("-"):
             name, _, raw = word.partition("=")
             value: Any = interpolate_value(raw, namespace)
@@ -165,7 +153,7 @@ def parse_fields(
             if eq:
                 value = interpolate_value(raw, namespace)
                 i += 1
-            elif i + 1 < len(words) and not words[i + 1].startswith("--") and words[i + 1] not in flags:
+            elif i + 1 < len(words) and not words[i + 1].startswith("--"):
                 value = interpolate_value(words[i + 1], namespace)
                 i += 2
             else:

@@ -80,23 +80,21 @@ def wrong_type(field: str, expected: str) -> str:
     return f"{field} must be {expected}"
 
 
-def closest(name: str, options: Iterable[str]) -> str | None:
-    """Ours: the option nearest to a mistyped ``name`` (the one "did you mean" of the toolkit), or None."""
+def did_you_mean(name: str, options: Iterable[str], written: str = "{}") -> str:
+    """Ours, the one "did you mean" of the toolkit: ``; did you mean quality?`` with the option nearest
+    to a mistyped ``name`` (shown as ``written``, e.g. ``"--{}"``), or "" when none is near."""
     found = difflib.get_close_matches(name, list(options), n=1)
-    return found[0] if found else None
+    return f"; did you mean {written.format(found[0])}?" if found else ""
 
 
 def no_such_model(model_id: str, ids: list[str], listing: str) -> str:
     """Ours: an unknown model id in one short line with the nearest id, not the catalog's every id."""
-    near = closest(model_id, ids)
-    hint = f"; did you mean {near}?" if near else ""
-    return f"Model not found: {model_id!r}{hint} ({listing} lists all {len(ids)})"
+    return f"Model not found: {model_id!r}{did_you_mean(model_id, ids)} ({listing} lists all {len(ids)})"
 
 
 def not_an_input(field: str, model_id: str, inputs: Iterable[str]) -> str:
     """Ours: an input name the model's schema does not have, with the nearest one."""
-    near = closest(field, inputs)
-    return f"{field}: not an input of {model_id}" + (f"; did you mean {near}?" if near else "")
+    return f"{field}: not an input of {model_id}{did_you_mean(field, inputs)}"
 
 
 def out_of_range(field: str, minimum: object | None, maximum: object | None) -> str:

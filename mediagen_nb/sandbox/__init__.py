@@ -1,13 +1,13 @@
 """The sandbox: a faithful local emulator of the whole service, with real HTTP, credits and media.
 
 Shaped like moto: per API a package (``generation/``, ``replication/``, ``topic_video/``) with a backend
-(``models.py``: state and rules, plain arguments) and handlers (``handlers.py``: the only code reading
+(``backend.py``: state and rules, plain arguments) and handlers (``handlers.py``: the only code reading
 requests), all mounted by the one route table, ``routes.py``. Where to change:
 
 * a price, a run time or a model's inputs: ``catalog/models.toml`` (data; ``pricing.py`` computes prices);
 * an error message: ``mediagen_nb/protocol/messages.py`` (status words: ``protocol/states.py``);
 * a start check, idempotency, charging, refunds or time limits: ``lifecycle.py`` for what every paid
-  start shares, the API's ``models.py`` for its own rules;
+  start shares, the API's ``backend.py`` for its own rules;
 * a ``/_sandbox/`` control: ``control.py`` (uploads: ``uploads.py``), a fault: ``faults.py``.
 
 It imports nothing from the client; the rules it shares with the client live in ``mediagen_nb.protocol``.

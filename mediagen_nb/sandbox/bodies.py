@@ -2,7 +2,6 @@
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.responses import bad_request
@@ -26,14 +25,3 @@ def flag(body: Mapping[str, Any], name: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise bad_request(messages.wrong_type(name, "true or false"))
     return value
-
-
-def is_https(value: Any) -> bool:
-    """An https URL with a host."""
-    if not isinstance(value, str):
-        return False
-    try:
-        parts = urlsplit(value.strip())
-        return parts.scheme.lower() == "https" and bool(parts.hostname)
-    except ValueError:  # e.g. an unclosed IPv6 bracket
-        return False

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import limits, messages, schema
+from mediagen_nb.protocol import formats, limits, messages, schema
 from mediagen_nb.sandbox.media import measure_seconds, vector
 from mediagen_nb.sandbox.responses import bad_request
 
@@ -81,7 +81,7 @@ async def image(url: str, own_files: OwnFiles) -> bytes:
     """An image input as a model sees it: downloaded, and an SVG converted to PNG (the spec's rule,
     drawn safely: ``media/vector.py``). :class:`Unreachable`, or ``vector.NotDrawable``."""
     data = await download(url, own_files)
-    if vector.looks_like_svg(data[:4096]):
+    if formats.looks_like_svg(data[: formats.HEAD]):
         return await asyncio.to_thread(vector.to_png, data)
     return data
 

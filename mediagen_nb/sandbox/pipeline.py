@@ -1,6 +1,6 @@
 """The request pipeline every endpoint shares: key, rate limit, injected faults, error bodies, and bounds.
 
-A handler sees one request as a :class:`Call`; this module is the only place that draws HTTP faults,
+A handler sees one request as an :class:`Incoming`; this module is the only place that draws HTTP faults,
 so the backends get what a fault means as a plain argument (``at_capacity``) and never the fault. It
 is also the one place that caps a JSON body (before reading it whole) and that keeps web pages of
 other sites away from the ``/_sandbox/`` controls.
@@ -117,7 +117,7 @@ def _reason(exc: ValueError) -> str:
 
 
 @dataclass(frozen=True)
-class Call:
+class Incoming:
     """One service request as a handler sees it: the world, the request, who made it, the fault drawn."""
 
     world: "World"
@@ -149,7 +149,7 @@ class Call:
         return await json_object(self.request)
 
 
-Handler = Callable[[Call], Awaitable[Response]]
+Handler = Callable[[Incoming], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -159,7 +159,7 @@ def service_endpoint(
     """``handler`` behind check 1 (key and request limit), fault injection and error rendering.
 
     ``route`` is the endpoint's name in ``protocol.paths`` (what a fault plan's ``routes`` lists). On a
-    ``start`` route a ``503`` fault reaches the handler as :attr:`Call.at_capacity`, so the backend can
+    ``start`` route a ``503`` fault reaches the handler as :attr:`Incoming.at_capacity`, so the backend can
     charge and refund in the same request as the spec describes; elsewhere it is a plain 503.
     """
 
@@ -181,7 +181,7 @@ def service_endpoint(
                 raise ServiceError(500, messages.SERVER_ERROR)
             if fault == "503" and not start:
                 raise ServiceError(503, messages.AT_CAPACITY)
-            response = await handler(Call(world, request, caller, fault))
+            response = await handler(Incoming(world, request, caller, fault))
         except ServiceError as exc:
             response = error_response(exc.status, exc.message)
         return DroppedResponse() if fault == "drop" else response

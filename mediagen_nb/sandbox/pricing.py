@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mediagen_nb.protocol.limits import ESTIMATE_FALLBACK_SECONDS
+from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.protocol.wire import LISTED_MEDIA_SECONDS
 
 if TYPE_CHECKING:
@@ -236,8 +237,6 @@ class PerMediaSecond(PriceRule):
         return self.rate * math.ceil(round(seconds, 6))
 
     def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
-        from mediagen_nb.sandbox.catalog.model import media_kind  # catalog.model imports this module
-
         rate, at = self._rate_at(self.rate, values)
         noun = media_kind(model.input_schema["properties"][self.field]) or "media"
         named = "" if noun == self.field else f" ({self.field})"
@@ -249,8 +248,6 @@ class PerMediaSecond(PriceRule):
         )
 
     def caveat(self, model: ModelSpec, media: Media) -> str:
-        from mediagen_nb.sandbox.catalog.model import media_kind
-
         if not media.assumed:
             return ""
         noun = media_kind(model.input_schema["properties"][self.field]) or "media"

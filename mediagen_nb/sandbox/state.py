@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 from filelock import FileLock, Timeout
 
 from mediagen_nb.sandbox.accounts import Account, ApiKey
-from mediagen_nb.sandbox.generation.models import Generation
+from mediagen_nb.sandbox.generation.backend import Generation
 from mediagen_nb.sandbox.lifecycle import Idempotency
 from mediagen_nb.sandbox.outbox import KEPT as WEBHOOKS_KEPT
 from mediagen_nb.sandbox.replication.resources import Analysis, Run
-from mediagen_nb.sandbox.topic_video.models import Job
+from mediagen_nb.sandbox.topic_video.backend import Job
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World

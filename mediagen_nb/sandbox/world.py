@@ -50,10 +50,10 @@ class World:
     """
 
     def __init__(self, config: SandboxConfig) -> None:
-        from mediagen_nb.sandbox.generation.models import Generations
-        from mediagen_nb.sandbox.replication.models import Replication
+        from mediagen_nb.sandbox.generation.backend import GenerationBackend
+        from mediagen_nb.sandbox.replication.backend import ReplicationBackend
         from mediagen_nb.sandbox.state import State
-        from mediagen_nb.sandbox.topic_video.models import TopicVideo
+        from mediagen_nb.sandbox.topic_video.backend import TopicVideoBackend
 
         self.config = config
         self.clock = Clock(config.time_scale)
@@ -65,7 +65,7 @@ class World:
             deliver_public=config.deliver_public_webhooks,
         )
         self._timers: set[asyncio.TimerHandle] = set()
-        self._services = (Generations, Replication, TopicVideo)
+        self._services = (GenerationBackend, ReplicationBackend, TopicVideoBackend)
         self.state = State(config.data_dir) if config.data_dir is not None else None
         self._asleep = False  # restored from a saved state, its timers not set again yet
         if self.state is not None and self.state.saved():

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from mediagen_nb.batch.cli import main
-from mediagen_nb.client import config as client_config
+from mediagen_nb.client import settings
 
 if TYPE_CHECKING:
     from conftest import Service
@@ -33,9 +33,9 @@ def sheet(tmp_path: Path) -> Path:
 @pytest.fixture
 def cli(service: Service, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
     """Run ``mediagen sweep`` in-process on the served sandbox; (exit code, stdout, stderr)."""
-    monkeypatch.setenv(client_config.ENV_BASE_URL, service.base_url)
-    monkeypatch.setenv(client_config.ENV_KEY, service.sandbox.demo_key)
-    monkeypatch.setenv(client_config.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
+    monkeypatch.setenv(settings.ENV_BASE_URL, service.base_url)
+    monkeypatch.setenv(settings.ENV_KEY, service.sandbox.demo_key)
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
 
     def run(*argv: str) -> tuple[int, str, str]:
         code = main(list(argv))
@@ -93,7 +93,7 @@ def test_a_wrong_key_or_a_suspended_account_is_said_and_exits_non_zero(
     cli: Cli, service: Service, sheet: Path, monkeypatch: pytest.MonkeyPatch, setup: str, expected: str
 ) -> None:
     if setup == "wrong key":
-        monkeypatch.setenv(client_config.ENV_KEY, "pk_live_not_a_key_of_this_sandbox")
+        monkeypatch.setenv(settings.ENV_KEY, "pk_live_not_a_key_of_this_sandbox")
     else:
         service.control("sandbox_account", {"suspended": True})
     code, _, err = cli(str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}")

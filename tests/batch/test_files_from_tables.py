@@ -9,17 +9,17 @@ priced as an image, and the sandbox then served it to anyone.
 from __future__ import annotations
 
 import os
-import wave
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
 import pandas as pd
 import pytest
+from _shared import wav
 
 from mediagen_nb.batch.cli import main
-from mediagen_nb.client import config as client_config
-from mediagen_nb.client import uploads
+from mediagen_nb.client import settings
+from mediagen_nb.client.context import PROCESS
 
 if TYPE_CHECKING:
     from conftest import Service
@@ -28,11 +28,7 @@ if TYPE_CHECKING:
 def voice(target: Path, seconds: float) -> Path:
     """A real WAV file of ``seconds`` of quiet sound."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    with wave.open(str(target), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(b"\x01\x00" * int(8000 * seconds))
+    target.write_bytes(wav(seconds))
     return target
 
 
@@ -56,7 +52,7 @@ def face(service: Service, target: Path) -> Path:
 
 
 def nothing_sent(service: Service, before: int) -> None:
-    assert uploads.sent_files == before
+    assert PROCESS.uploaded.sent == before
     assert service.sandbox.world.uploads.stored() == []
     assert service.ledger() == []
 
@@ -66,7 +62,7 @@ def test_a_credentials_file_in_a_frame_is_never_uploaded_even_by_an_estimate(
 ) -> None:
     talk = voice(home / "project" / "talk.wav", 4)
     frame = pd.DataFrame({"image": ["~/.config/gcloud/credentials.json"], "audio": [str(talk)]})
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
     priced = frame.mediagen.estimate("infinitetalk", client=service.client, show=False)
     error = priced["error"][0]
     assert pd.isna(priced["credits"][0])
@@ -92,7 +88,7 @@ def test_a_media_file_outside_the_working_folder_needs_its_folder_allowed(
     inside = face(service, home / "project" / "faces" / "me.png")
     talk = voice(elsewhere / "talk.wav", 6)
     frame = pd.DataFrame({"image": [str(image), "faces/me.png"], "audio": [str(talk), str(talk)]})
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
     priced = frame.mediagen.estimate("infinitetalk", client=service.client, show=False, resolution="480p")
     assert [e.split(" is outside")[0] for e in priced["error"]] == [
         f"image: {str(image)!r}",
@@ -117,7 +113,7 @@ def test_a_media_file_outside_the_working_folder_needs_its_folder_allowed(
     assert list(done["status"]) == ["succeeded", "succeeded"]
     charged = service.charges()
     assert [service.net_spent(), len(charged)] == [24, 2]  # each charge equals its estimate
-    assert uploads.sent_files - before == 2  # the two faces are the same bytes: one upload, and the voice
+    assert PROCESS.uploaded.sent - before == 2  # the two faces are the same bytes: one upload, and the voice
     assert inside.exists()
 
 
@@ -136,7 +132,7 @@ def test_a_symlink_into_another_folder_is_judged_where_it_leads(
 def test_the_polars_accessor_follows_the_same_rule(service: Service, home: Path) -> None:
     pl = pytest.importorskip("polars")
     frame = pl.DataFrame({"text": ["Hello"], "audio": ["~/.config/gcloud/credentials.json"]})
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
     priced = frame.mediagen.estimate("zonos2", client=service.client, show=False)
     assert priced["error"][0].startswith(
         f"audio: {str(home / '.config/gcloud/credentials.json')!r} is outside "
@@ -156,15 +152,15 @@ def test_a_bad_allow_files_from_is_refused_naming_it(service: Service, home: Pat
 def test_a_sweep_sends_only_files_beside_its_sheet_or_from_files_from(
     service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv(client_config.ENV_BASE_URL, service.base_url)
-    monkeypatch.setenv(client_config.ENV_KEY, service.sandbox.demo_key)
-    monkeypatch.setenv(client_config.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
+    monkeypatch.setenv(settings.ENV_BASE_URL, service.base_url)
+    monkeypatch.setenv(settings.ENV_KEY, service.sandbox.demo_key)
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
     monkeypatch.chdir(tmp_path)
     beside = voice(tmp_path / "sheets" / "voices" / "a.wav", 10)
     other = voice(tmp_path / "recordings" / "b.wav", 20)
     sheet = tmp_path / "sheets" / "voices.csv"
     sheet.write_text(f"text,audio\nOne,{beside}\nTwo,{other}\n")
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
 
     code = main([str(sheet), "--model=zonos2", "--estimate"])
     out, err = capsys.readouterr()
@@ -177,7 +173,7 @@ def test_a_sweep_sends_only_files_beside_its_sheet_or_from_files_from(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "zonos2 on " in out and ": 15 credits for 2 rows" in out  # 5 + 10, measured before the run
-    assert service.net_spent() == 15 and uploads.sent_files - before == 2
+    assert service.net_spent() == 15 and PROCESS.uploaded.sent - before == 2
 
     code = main([str(sheet), "--model=zonos2", "--files-from=nowhere"])
     assert (

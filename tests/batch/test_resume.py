@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import mediagen_nb
-from mediagen_nb.client.config import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
+from mediagen_nb.client.settings import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
 
 if TYPE_CHECKING:
     from conftest import Service, ServiceFactory

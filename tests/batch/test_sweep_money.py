@@ -155,6 +155,31 @@ def test_a_fully_reused_rerun_spends_nothing_on_its_progress(service: Service, t
     assert "0 credits spent now, 12 rows reused" in repr(handle)
 
 
+def test_a_rerun_resumes_rows_left_running_and_records_them_in_the_sweeps_own_ledger(
+    service: Service, tmp_path: Path, own_ledger: Path
+) -> None:
+    """Rows the ledger still shows running (as after a Ctrl-C) are resumed through the client's start
+    path: the same generations, nothing charged again, shown as reused, and what they became is written
+    to the sweep's own ledger (not the default one) by the reads of a client that never saw them."""
+    df, ledger = prompts(6), tmp_path / "ledger.sqlite"
+    first = sweep(service.client, df, ledger)
+    with sqlite3.connect(ledger) as db:  # as if every row were still running when the first run stopped
+        db.execute("UPDATE starts SET status='processing', urls='[]'")
+    fresh = client_on(service, service.sandbox.demo_key)  # a new kernel's client: it started nothing
+    handle = df.mediagen.submit(MODEL, client=fresh, ledger=ledger, progress=False)
+    again = handle.result(timeout=60)
+    loop.submit(fresh.aclose()).result(10)
+    assert list(again["generation_id"]) == list(first["generation_id"])
+    assert (again["status"] == "succeeded").all() and service.net_spent() == 6
+    assert handle.progress["spent"] == 0 and handle.progress["reused"] == 6 and handle.progress["gone"] == 0
+    with sqlite3.connect(ledger) as db:
+        rows = db.execute("SELECT status, urls FROM starts").fetchall()
+    assert len(rows) == 6 and all(status == "succeeded" and urls != "[]" for status, urls in rows)
+    if own_ledger.exists():  # the process's default ledger got none of these reads
+        with sqlite3.connect(own_ledger) as db:
+            assert db.execute("SELECT COUNT(*) FROM starts").fetchone() == (0,)
+
+
 def test_a_restarted_sandbox_never_attaches_a_row_to_another_generation(tmp_path: Path) -> None:
     """Rows in flight when a sandbox stopped, resumed on a new sandbox at the same address and with the
     same seed (so the same ids come out again): each row is started again with its key and ends with a

@@ -1,6 +1,5 @@
-"""The browser harness's fixtures (Debian's chromium, Playwright, ``test-artifacts/``) for every module here.
-
-They are defined with the rest of the harness in ``test_quickstart_browser.py``.
+"""The browser harness's fixtures (Debian's chromium, Playwright, a page, ``test-artifacts/``) for every
+module here; they are defined with the rest of the harness in ``_harness.py``.
 """
 
-from test_quickstart_browser import artifacts, browser, chromium  # noqa: F401
+from _harness import artifacts, browser, chromium, page  # noqa: F401

@@ -11,15 +11,11 @@ same script, so the test proves it would see a script that ran.
 
 import hashlib
 import re
-import secrets
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,14 +24,8 @@ import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
 pytest.importorskip("jupyter_server_proxy", reason="jupyter-server-proxy is not installed")
-from test_quickstart_browser import (
-    CHROMIUM_FLAGS,
-    _free_port,
-    _server_env,
-    _stop,
-    _wait_for_server,
-    find_chromium,
-)
+from _harness import Lab, server_env
+from _harness import jupyter as served
 
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
@@ -51,13 +41,6 @@ class Beacon:
     url: str
     asked: list[str]
     control_page: list[bytes]
-
-
-@dataclass(frozen=True)
-class Jupyter:
-    url: str
-    token: str
-    root: Path
 
 
 def attack(beacon: str, sandbox: str) -> str:
@@ -88,62 +71,15 @@ def hostile_files(script: str) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def chromium() -> str:
-    found = find_chromium()
-    if found is None:
-        pytest.skip("chromium is not installed (no /usr/bin/chromium): apt-get install -y chromium")
-    return found
-
-
-@pytest.fixture(scope="module")
-def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=chromium, headless=True, args=CHROMIUM_FLAGS, timeout=60_000
-        )
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-@pytest.fixture(scope="module")
-def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jupyter]:
+def jupyter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """A Jupyter server (with jupyter-server-proxy) on a free 127.0.0.1 port, signed in by token."""
     home = tmp_path_factory.mktemp("jupyter-home")
     root = home / "root"
     root.mkdir()
-    port, token = _free_port(), secrets.token_hex(16)
-    command = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
-        "--no-browser",
-        "--allow-root",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}",
-    ]
-    log_path = home / "jupyter-server.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=root,
-            env=_server_env(home),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_for_server(process, url, token, log_path)
-            yield Jupyter(url, token, root)
-        finally:
-            _stop(process)
+    log = home / "jupyter-server.log"
+    arguments = (f"--ServerApp.root_dir={root}",)
+    with served("jupyter_server", *arguments, cwd=root, env=server_env(home), log=log, root=root) as made:
+        yield made
 
 
 @pytest.fixture
@@ -206,7 +142,7 @@ def _urls_to_open(sandbox: Sandbox, files: dict[str, bytes]) -> list[str]:
 
 
 def test_uploaded_pages_and_svgs_run_no_script_directly_or_through_the_proxy(
-    browser: Any, jupyter: Jupyter, beacon: Beacon, served: Sandbox
+    browser: Any, jupyter: Lab, beacon: Beacon, served: Sandbox
 ) -> None:
     assert served.base_url is not None
     script = attack(beacon.url, served.base_url)

@@ -8,17 +8,13 @@
    and 05 are run; every ``<video>`` of their outputs loads through the Jupyter server and plays
    (metadata read, a duration, no media error). Three of their seven videos did not before.
 
-Both reuse the harness of ``test_quickstart_browser.py`` (Debian's chromium, never ``playwright
+Both use the harness of ``_harness.py`` (Debian's chromium, never ``playwright
 install``); screenshots go to ``test-artifacts/``.
 """
 
 import json
 import re
-import secrets
-import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,28 +23,25 @@ import nbformat
 import pytest
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
-from test_quickstart_browser import (
+from _harness import (
     FETCH_JS,
     H264,
-    LAB_SETTINGS,
     NOTEBOOKS,
     OUTPUT,
     VIEWPORT,
     Lab,
     Shots,
-    _copy_notebooks,
-    _free_port,
-    _server_env,
-    _shutdown_kernels,
-    _stop,
-    _wait_for_server,
     assert_image_loads,
     assert_no_traceback,
     check_media,
+    copy_notebooks,
     failure_screenshot,
+    jupyter,
+    lab_arguments,
     open_notebook,
     reveal,
     run_all,
+    server_env,
 )
 
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
@@ -76,51 +69,16 @@ def binder_settings(base_url: str) -> dict[str, str]:
     }
 
 
-@contextmanager
-def jupyter_lab(home: Path, cwd: Path, root: str, env: dict[str, str], log: Path) -> Iterator[Lab]:
+def jupyter_lab(home: Path, cwd: Path, root: str, env: dict[str, str], log: Path) -> Any:
     """``jupyter lab ROOT`` run in ``cwd`` on a free 127.0.0.1 port; stopped (with its kernels) after."""
-    settings_dir = home / "user-settings"
-    for name, values in LAB_SETTINGS.items():
-        target = settings_dir / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(values), encoding="utf-8")
-    port, token = _free_port(), secrets.token_hex(16)
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        root,  # the README's `jupyter lab notebooks/`
-        "--no-browser",
-        "--allow-root",
-        "--expose-app-in-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--LabApp.user_settings_dir={settings_dir}",
-        f"--LabApp.workspaces_dir={home / 'workspaces'}",
-        "--LabApp.news_url=None",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
-    ]
-    url = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            _wait_for_server(process, url, token, log)
-            yield Lab(url=url, token=token, root=cwd / root)
-        finally:
-            _shutdown_kernels(url, token)
-            _stop(process)
+    return jupyter("jupyterlab", root, *lab_arguments(home), cwd=cwd, env=env, log=log, root=cwd / root)
 
 
 def a_clone(home: Path) -> Path:
     """A fresh clone's layout: the repository root with a stripped copy of ``notebooks/``."""
     repo = home / "repo"
     repo.mkdir()
-    _copy_notebooks(NOTEBOOKS, repo / "notebooks")
+    copy_notebooks(NOTEBOOKS, repo / "notebooks")
     return repo
 
 
@@ -134,7 +92,7 @@ def test_the_readme_tour_runs_as_written_in_jupyterlab_opened_the_readme_way(
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, repo / "notebooks" / TOUR)
     log = artifacts / "jupyter-server-tour.log"
-    with jupyter_lab(tmp_path, repo, "notebooks/", _server_env(tmp_path), log) as lab:
+    with jupyter_lab(tmp_path, repo, "notebooks/", server_env(tmp_path), log) as lab:
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
         shots = Shots(page, artifacts, "readme-tour")
@@ -167,7 +125,7 @@ def test_every_video_of_notebooks_04_and_05_plays_through_the_jupyter_server(
     pytest.importorskip("jupyter_server_proxy", reason="jupyter-server-proxy is not installed")
     assert binder_sandbox.base_url is not None
     repo = a_clone(tmp_path)
-    env = {**_server_env(tmp_path), **binder_settings(binder_sandbox.base_url)}
+    env = {**server_env(tmp_path), **binder_settings(binder_sandbox.base_url)}
     assert env["MEDIAGEN_PREVIEW"] == "proxy"
     env["MEDIAGEN_LEDGER"] = str(tmp_path / "ledger.sqlite")
     log = artifacts / "jupyter-server-binder.log"

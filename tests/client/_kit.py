@@ -7,7 +7,6 @@ httpx event hook (that observes the transport; nothing of the client is replaced
 
 import inspect
 import re
-import socket
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -34,13 +33,6 @@ def endpoint_of(request: httpx.Request) -> str | None:
         if pattern.match(request.url.path):
             return name
     return None
-
-
-def unused_port() -> int:
-    """A loopback port nothing listens on (bound, then closed)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

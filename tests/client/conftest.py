@@ -1,5 +1,8 @@
 """Shared client fixtures: a sync client on a served sandbox and an async client on an in-process one.
 
+``kit`` runs a test with each: a sync client on a served sandbox, and an async client on an in-process
+one (``tests/client/_kit.py``).
+
 Each fixture is built on the root conftest's sandbox fixture, so a test that also asks for that
 fixture gets the same sandbox: ``sandbox_client`` with ``served`` (uvicorn on 127.0.0.1,
 time x600, seed 1, loopback webhooks allowed), ``async_client`` with ``sandbox`` (in-process ASGI,
@@ -9,9 +12,18 @@ same options). The sandbox is also reachable as the client's ``sandbox`` attribu
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from _kit import Kit, open_kit
 
 from mediagen_nb.client import AsyncClient, Client
 from mediagen_nb.sandbox import Sandbox
+
+
+@pytest.fixture(params=["sync", "async"])
+async def kit(request: pytest.FixtureRequest) -> AsyncIterator[Kit]:
+    """A sync client on a served sandbox, or an async client on an in-process one (time x600)."""
+    sandbox: Sandbox = request.getfixturevalue("served" if request.param == "sync" else "sandbox")
+    async with open_kit(request.param, sandbox) as made:
+        yield made
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ import json
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-from _kit import Kit, open_kit, query, unused_port
+from _kit import Kit, open_kit, query
+from _shared import unused_port
 
 from mediagen_nb.client import (
     AsyncClient,
@@ -45,14 +45,6 @@ from mediagen_nb.sandbox import Sandbox
 
 IMAGE = {"prompt": "a paper boat on a pond", "quality": "low"}  # gpt-image-2, 3 credits, ~30 s
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sync", "async"])
-async def kit(request: pytest.FixtureRequest) -> AsyncIterator[Kit]:
-    """A sync client on a served sandbox, or an async client on an in-process one (time x600)."""
-    sandbox: Sandbox = request.getfixturevalue("served" if request.param == "sync" else "sandbox")
-    async with open_kit(request.param, sandbox) as made:
-        yield made
 
 
 # --------------------------------------------------------------------------------------------- catalog

@@ -1,6 +1,5 @@
 """Where a client connects and with which key: arguments, then MEDIAGEN_*, then the embedded sandbox."""
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -8,7 +7,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _kit import unused_port
+from _shared import environment, unused_port
 
 from mediagen_nb.client import Client, ConfigurationError, Estimate, Limits
 from mediagen_nb.protocol.paths import path
@@ -100,7 +99,7 @@ def test_a_bad_time_scale_is_a_configuration_error(clean_env: pytest.MonkeyPatch
 
 def test_without_key_or_url_the_embedded_sandbox_is_used_and_announced_once() -> None:
     """A fresh interpreter with no MEDIAGEN_*: two clients, one notice line (plain output), a real result."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
+    env = environment()
     code = (
         "import mediagen_nb as m; c=m.Client(); c2=m.Client(); "
         "print(c.generate('gpt-image-2', prompt='x', quality='low').status); "

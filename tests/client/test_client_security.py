@@ -8,7 +8,7 @@ import sys
 import threading
 import traceback
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -17,7 +17,8 @@ from typing import Any
 import _hostile as hostile
 import httpx
 import pytest
-from _kit import Kit, open_kit, unused_port
+from _kit import Kit
+from _shared import unused_port
 
 from mediagen_nb.client import (
     AsyncClient,
@@ -37,18 +38,10 @@ from mediagen_nb.client import (
 )
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import BearerAuth, Settings
-from mediagen_nb.sandbox import Sandbox
 
 IMAGE = {"prompt": "a paper boat on a pond", "quality": "low"}
 LOGGERS = ("httpx", "httpcore", "mediagen_nb")
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sync", "async"])
-async def kit(request: pytest.FixtureRequest) -> AsyncIterator[Kit]:
-    sandbox: Sandbox = request.getfixturevalue("served" if request.param == "sync" else "sandbox")
-    async with open_kit(request.param, sandbox) as made:
-        yield made
 
 
 def exposures(error: BaseException) -> list[str]:
@@ -333,17 +326,8 @@ async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 @pytest.fixture
 def echoing() -> Iterator[str]:
     """The echoing server's base URL (on its own loop and thread, stopped after the test)."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = asyncio.run_coroutine_threadsafe(asyncio.start_server(_echo, "127.0.0.1", 0), loop).result(10)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        asyncio.run_coroutine_threadsafe(asyncio.sleep(0), loop).result(10)
-        server.close()
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with hostile.running(_echo) as base_url:
+        yield base_url
 
 
 def test_a_key_a_server_echoes_is_masked_in_every_message(echoing: str) -> None:

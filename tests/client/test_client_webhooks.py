@@ -7,26 +7,17 @@ Webhooks go to https://8.8.8.8/hook, a public address the sandbox accepts and re
 import inspect
 import json
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _kit import Kit, endpoint_of, open_kit, query
+from _kit import Kit, endpoint_of, query
 
 from mediagen_nb.client import Generation, ReplicationRun, ShortVideoJob, WebhookInbox
-from mediagen_nb.sandbox import Sandbox
 
 HOOK = "https://8.8.8.8/hook"  # public: accepted and recorded, never delivered (no public delivery)
 IMAGE = {"prompt": "a paper boat on a pond", "quality": "low"}
 TIKTOK = "https://www.tiktok.com/@demo/video/7301"
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sync", "async"])
-async def kit(request: pytest.FixtureRequest) -> AsyncIterator[Kit]:
-    sandbox: Sandbox = request.getfixturevalue("served" if request.param == "sync" else "sandbox")
-    async with open_kit(request.param, sandbox) as made:
-        yield made
 
 
 async def receive(kit: Kit, inbox: WebhookInbox, body: Any) -> Any:

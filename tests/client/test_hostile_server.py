@@ -13,7 +13,6 @@ answered so is kept in the ledger as uncertain and resumed for free (checked on 
 
 import asyncio
 import json
-import threading
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _hostile import Answer, Request, data, forward, generation, serve
+from _hostile import Answer, Request, data, forward, generation, running, serve
 
 from mediagen_nb.client import (
     Analysis,
@@ -90,22 +89,8 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 @pytest.fixture
 def hostile() -> Iterator[str]:
     """The server's base URL; it runs on its own loop in a thread and is stopped after the test."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = asyncio.run_coroutine_threadsafe(asyncio.start_server(handle, "127.0.0.1", 0), loop).result(10)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-
-        async def stop() -> None:
-            server.close()
-            for task in asyncio.all_tasks() - {asyncio.current_task()}:
-                task.cancel()
-
-        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
+    with running(handle) as base_url:
+        yield base_url
 
 
 def client(base_url: str, timeout: float = 1.0) -> Client:

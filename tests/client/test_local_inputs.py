@@ -9,11 +9,9 @@ import hashlib
 import io
 import json
 import pickle
-import socket
 import time
 import traceback
 import uuid
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,10 +20,21 @@ import _hostile as hostile
 import httpx
 import pandas as pd
 import pytest
+from _shared import moto_s3, wav
 from PIL import Image
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
-from mediagen_nb.client import AsyncClient, Client, Limits, UploadFailed, ValidationError, errors, uploads
+from mediagen_nb.client import (
+    AsyncClient,
+    Client,
+    Limits,
+    UploadFailed,
+    ValidationError,
+    errors,
+    settings,
+    uploads,
+)
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
@@ -35,12 +44,7 @@ SCALE = 600.0
 def voice(folder: Path, seconds: float, name: str | None = None) -> Path:
     """A real WAV file of ``seconds`` of (quiet) sound."""
     target = folder / (name or f"voice-{seconds:g}s.wav")
-    rate = 8000
-    with wave.open(str(target), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(b"\x01\x00" * int(rate * seconds))
+    target.write_bytes(wav(seconds))
     return target
 
 
@@ -64,7 +68,7 @@ def test_a_path_and_a_string_path_are_uploaded_once_and_billed_by_their_length(
     client: Client, served: Sandbox, tmp_path: Path
 ) -> None:
     short, long = voice(tmp_path, 20), voice(tmp_path, 40)
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
     twenty = client.estimate("zonos2", text="Hello there", audio=short)  # a Path
     forty = client.estimate("zonos2", text="Hello there", audio=str(long))  # a string path
     assert twenty.credits == 10 and forty.credits == 20  # 0.5 credits a second of each file
@@ -73,7 +77,7 @@ def test_a_path_and_a_string_path_are_uploaded_once_and_billed_by_their_length(
     assert charges(served)[made.id] == twenty.credits
     sent = served.world.generations.items[made.id].input["audio"]
     assert sent.endswith(f"/{uploads.name_of(short)}") and sent.endswith(".wav")  # content-addressed
-    assert uploads.sent_files - before == 1  # estimates measure here and upload nothing; the run uploads
+    assert PROCESS.uploaded.sent - before == 1  # estimates measure here and upload nothing; the run uploads
     again = client.generate("zonos2", text="Hello there", audio=short, reuse=True)
     assert again.id == made.id and again.reused  # the same file is the same input: the same key
 
@@ -94,7 +98,7 @@ def test_a_missing_file_names_the_field_and_charges_nothing(
 def test_the_service_without_storage_says_what_to_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(uploads.ENV_UPLOAD_URL, raising=False)
+    monkeypatch.delenv(settings.ENV_UPLOAD_URL, raising=False)
     with pytest.raises(ValidationError, match="set MEDIAGEN_UPLOAD_URL=s3://bucket/prefix") as refused:
         uploads.upload("audio", voice(tmp_path, 1), sandbox_url=None)
     assert refused.value.field == "audio"
@@ -130,15 +134,15 @@ def test_a_path_column_of_a_sweep(served: Sandbox, tmp_path: Path) -> None:
         limits=Limits(time_scale=SCALE),
         ledger=str(tmp_path / "l.db"),
     )
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
     priced = rows.mediagen.estimate("zonos2", client=client, show=False, allow_files_from=tmp_path)
     assert list(priced["credits"]) == [10, 15, 10]
-    assert uploads.sent_files == before  # measured here: an estimate uploads nothing
+    assert PROCESS.uploaded.sent == before  # measured here: an estimate uploads nothing
     done = rows.mediagen.run("zonos2", client=client, progress=False, allow_files_from=tmp_path)
     assert list(done["status"]) == ["succeeded"] * 3
     charged = charges(served)
     assert [charged[g] for g in done["generation_id"]] == [10, 15, 10]
-    assert uploads.sent_files - before == 2  # three rows, two files
+    assert PROCESS.uploaded.sent - before == 2  # three rows, two files
     assert all(str(u["audio"]).endswith(".wav") for u in done["input"])
 
 
@@ -157,28 +161,17 @@ def s3_client(boto3: Any, endpoint: str) -> Any:
 
 @pytest.fixture
 def s3() -> Iterator[dict[str, Any]]:
-    server_mode = pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    boto3 = pytest.importorskip("boto3")
-    pytest.importorskip("s3fs", reason="s3fs is not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = server_mode.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    options = {"key": "testing", "secret": "testing", "endpoint_url": endpoint}
-    boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).create_bucket(Bucket="voices")
-    try:
+    with moto_s3() as endpoint:
+        boto3 = pytest.importorskip("boto3")
+        options = {"key": "testing", "secret": "testing", "endpoint_url": endpoint}
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket="voices")
         yield {"endpoint": endpoint, "options": options, "boto3": boto3}
-    finally:
-        uploads.uploads(None)
-        server.stop()
 
 
 def test_s3_files_are_read_by_the_service_through_a_presigned_url(
@@ -186,12 +179,12 @@ def test_s3_files_are_read_by_the_service_through_a_presigned_url(
 ) -> None:
     uploads.uploads("s3://voices/inputs", **s3["options"])
     sample = voice(tmp_path, 20)
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
     made = client.generate("zonos2", text="Hello from S3", audio=sample)
     again = client.estimate("zonos2", text="Hello again", audio=sample)  # the same file: no new upload
     assert made.status == "succeeded" and again.credits == 10
     assert charges(served)[made.id] == 10  # the sandbox downloaded the presigned URL and measured 20 s
-    assert uploads.sent_files - before == 1
+    assert PROCESS.uploaded.sent - before == 1
     listed = (
         s3["boto3"]
         .client(
@@ -213,8 +206,8 @@ def test_a_rerun_after_a_restart_reuses_the_generation_made_from_an_s3_file(
     uploads.uploads("s3://voices/inputs", **s3["options"])
     sample = voice(tmp_path, 20)
     made = client.run("zonos2", {"text": "Hello, once", "audio": sample}, reuse=True)
-    monkeypatch.setattr(uploads, "_urls", {})  # a new kernel: nothing remembered, the file signed again
-    monkeypatch.setattr(uploads, "_sources", {})
+    monkeypatch.setattr(PROCESS.uploaded, "urls", {})  # a new kernel: nothing remembered, signed again
+    monkeypatch.setattr(PROCESS.uploaded, "sources", {})
     time.sleep(1.1)  # a signature a second later is another URL
     again = client.run("zonos2", {"text": "Hello, once", "audio": str(sample)}, reuse=True)
     assert again.id == made.id and again.reused
@@ -249,7 +242,7 @@ def test_only_media_of_the_fields_kind_is_sent_judged_by_content(
     secret_file.write_text('{"client_secret": "s3cr3t-value"}')
     face = tmp_path / "face.png"
     face.write_bytes(httpx.get(f"{served.base_url}{path('sandbox_samples', name='face.png')}").content)
-    before = uploads.sent_files
+    before = PROCESS.uploaded.sent
     with pytest.raises(ValidationError, match=r"audio: .*voice\.wav' is not media, and only an audio file"):
         client.generate("zonos2", text="Hello", audio=secret_file)
     with pytest.raises(ValidationError, match=r"audio: .*voice\.wav' is not media") as refused:
@@ -259,7 +252,7 @@ def test_only_media_of_the_fields_kind_is_sent_judged_by_content(
         client.run("zonos2", text="Hello", audio=face)
     with pytest.raises(ValidationError, match=r"image: .*voice\.wav' is not media, and only an image file"):
         client.attach(client.model("infinitetalk"), {"image": secret_file, "audio": face})
-    assert uploads.sent_files == before
+    assert PROCESS.uploaded.sent == before
     assert charges(served) == {}
     assert served.world.uploads.stored() == []  # the sandbox never received a byte of them
 
@@ -296,9 +289,9 @@ def test_an_estimate_of_a_local_file_uploads_nothing_and_equals_the_charge(
     files.append(voice(tmp_path, 20.3))  # a started second is a whole one
     for audio in files:
         inputs = {"image": face, **options} if model_id == "infinitetalk" else {"text": "Hello there"}
-        before = uploads.sent_files
+        before = PROCESS.uploaded.sent
         estimate = client.estimate(model_id, {**inputs, "audio": audio})
-        assert uploads.sent_files == before, "an estimate uploads nothing"
+        assert PROCESS.uploaded.sent == before, "an estimate uploads nothing"
         assert f"audio: {audio.name} measured here" in (estimate.billing or "")
         made = client.run(model_id, {**inputs, "audio": audio})
         assert charges(served)[made.id] == estimate.credits, (audio.name, estimate)
@@ -358,7 +351,7 @@ def test_a_missing_bucket_is_one_upload_failed_line_without_the_secret(
     assert str(failed.value).startswith("uploads: cannot put voice-5s.wav in s3://no-such-bucket/inputs (")
     assert "FileNotFoundError" in str(failed.value)
     assert_storage_failure_is_one_clean_line(failed.value, secret)
-    assert secret not in repr(uploads._chosen)
+    assert secret not in repr(PROCESS.upload_target)
     assert charges(served) == {}
 
 

@@ -6,14 +6,14 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mediagen_nb.client import Client, Limits, html, previews
+from mediagen_nb.client import Client, Limits, html, previews, settings
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
 
 @pytest.fixture(autouse=True)
 def default_mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv(previews.ENV_PREVIEW, raising=False)
+    monkeypatch.delenv(settings.ENV_PREVIEW, raising=False)
     monkeypatch.delenv("JUPYTERHUB_SERVICE_PREFIX", raising=False)
     previews.preview_mode(None)
     yield
@@ -36,7 +36,7 @@ def test_proxy_goes_through_the_jupyter_server(monkeypatch: pytest.MonkeyPatch) 
     assert 'src="/user/ada/proxy/8765/_sandbox/media/a.png?v=1"' in html.media(
         "http://127.0.0.1:8765/_sandbox/media/a.png?v=1", "image"
     )
-    monkeypatch.setenv(previews.ENV_PREVIEW, "proxy")
+    monkeypatch.setenv(settings.ENV_PREVIEW, "proxy")
     previews.preview_mode(None)
     assert previews.preview_mode() == "proxy"  # the environment's choice
     with pytest.raises(ValueError, match="use one of auto, direct, proxy, inline"):

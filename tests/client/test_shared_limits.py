@@ -22,11 +22,13 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
+from _shared import unused_port
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
-from mediagen_nb.client import AsyncClient, Limits, Secret, limits_store, pacing
+from mediagen_nb.client import AsyncClient, Limits, Secret, limits_store, pacing, settings
 from mediagen_nb.client.config import normalize_url
+from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.limits_store import SQLiteStore, Window, scope_of
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
@@ -80,7 +82,7 @@ def workers(
         env = {
             **os.environ,
             **sandbox.client_env(key),
-            limits_store.ENV_LIMITS_URL: limits_url,
+            settings.ENV_LIMITS_URL: limits_url,
             "MEDIAGEN_LEDGER": str(Path(tempfile.mkdtemp(prefix="mediagen-ledger-")) / "ledger.sqlite"),
         }
         env.pop("MEDIAGEN_ACCOUNT", None)
@@ -215,12 +217,6 @@ def test_sweeps_on_two_machines_with_two_ledgers_charge_each_row_once(
 # -- Redis, across machines ----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
     server = shutil.which("redis-server")
     if server is None:
@@ -256,7 +252,7 @@ def _start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
 @pytest.fixture
 def redis_url(tmp_path: Path) -> Iterator[str]:
     pytest.importorskip("redis", reason="the redis extra is not installed")
-    port = _free_port()
+    port = unused_port()
     process = _start_redis(port, tmp_path)
     try:
         yield f"redis://127.0.0.1:{port}/0"
@@ -274,10 +270,10 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
     service: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
-    port = _free_port()
+    port = unused_port()
     redis_server = _start_redis(port, tmp_path)
     url = f"redis://127.0.0.1:{port}/0"
-    monkeypatch.setenv(limits_store.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
+    monkeypatch.setenv(settings.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
     started = workers(service, [service.demo_key] * 2, "estimate", 150, url)
     try:
         time.sleep(1.5)
@@ -297,7 +293,7 @@ def test_a_lost_redis_falls_back_to_local_limits_with_one_warning(tmp_path: Path
     pytest.importorskip("redis", reason="the redis extra is not installed")
     fallback = SQLiteStore(tmp_path / "machine.sqlite")
     store = limits_store.Failover(
-        limits_store.RedisStore(f"redis://:secret@127.0.0.1:{_free_port()}/0"), fallback
+        limits_store.RedisStore(f"redis://:secret@127.0.0.1:{unused_port()}/0"), fallback
     )
     window = Window(scope_of("key", "http://service", "k"), 2, 1.0)
     with pytest.warns(RuntimeWarning, match="lost the shared limits") as caught:
@@ -444,7 +440,7 @@ def test_a_redis_that_refuses_writes_mid_sweep_is_treated_like_a_lost_one(
     of 120 rows: pacing goes on this machine's file with one warning, and every row runs."""
     import redis
 
-    monkeypatch.setattr(limits_store, "_stores", {})  # this test's stores, its fallback file in tmp_path
+    monkeypatch.setattr(PROCESS, "stores", {})  # this test's stores, its fallback file in tmp_path
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     server = redis.Redis.from_url(redis_url)
 
@@ -453,7 +449,7 @@ def test_a_redis_that_refuses_writes_mid_sweep_is_treated_like_a_lost_one(
             server.config_set("maxmemory-policy", "noeviction")
             server.config_set("maxmemory", 1)
         else:
-            server.replicaof("127.0.0.1", _free_port())  # a primary that is not there: never synced
+            server.replicaof("127.0.0.1", unused_port())  # a primary that is not there: never synced
 
     out = sweep_while(service, redis_url, tmp_path / "ledger.sqlite", refuse)
     assert_every_row_ran(service, out, recwarn, redis_url)

@@ -5,24 +5,15 @@ the user paid for a picture they did not ask for. Each test runs on a sync ``Cli
 and an ``AsyncClient`` in-process; the sandbox's own ledger says what was charged.
 """
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from _kit import Kit, open_kit
+from _kit import Kit
 
 from mediagen_nb.client import ValidationError
-from mediagen_nb.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
 TYPO = "qualty: not an input of gpt-image-2; did you mean quality?"
-
-
-@pytest.fixture(params=["sync", "async"])
-async def kit(request: pytest.FixtureRequest) -> AsyncIterator[Kit]:
-    sandbox: Sandbox = request.getfixturevalue("served" if request.param == "sync" else "sandbox")
-    async with open_kit(request.param, sandbox) as made:
-        yield made
 
 
 @pytest.mark.parametrize("operation", ["run", "estimate", "generate"])

@@ -5,23 +5,13 @@ catalog's "at least 28" and was then charged 51 to 59. Each test runs on a sync 
 HTTP and an ``AsyncClient`` in-process; charges come from the sandbox's own ledger.
 """
 
-from collections.abc import AsyncIterator
-
 import pytest
-from _kit import Kit, open_kit
+from _kit import Kit
 
 from mediagen_nb.client import BudgetExceeded, budget
-from mediagen_nb.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
 POLL, WAIT = 5.0, 3 * 3600.0
-
-
-@pytest.fixture(params=["sync", "async"])
-async def kit(request: pytest.FixtureRequest) -> AsyncIterator[Kit]:
-    sandbox: Sandbox = request.getfixturevalue("served" if request.param == "sync" else "sandbox")
-    async with open_kit(request.param, sandbox) as made:
-        yield made
 
 
 def net(kit: Kit, resource_id: str) -> int:

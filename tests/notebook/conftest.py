@@ -11,8 +11,7 @@ from _shell import Notebook
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets.config import Config
 
-from mediagen_nb.client import Client
-from mediagen_nb.client import config as client_config
+from mediagen_nb.client import Client, settings
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.sandbox import Sandbox
 
@@ -24,7 +23,7 @@ def nb(
     """A fresh InteractiveShell with ``%load_ext mediagen_nb`` and a session client on ``served``."""
     monkeypatch.chdir(tmp_path)  # the local ledger (.mediagen/ledger.sqlite) goes here
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
-    for name in (client_config.ENV_KEY, client_config.ENV_BASE_URL, client_config.ENV_TIME_SCALE):
+    for name in (settings.ENV_KEY, settings.ENV_BASE_URL, settings.ENV_TIME_SCALE):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setitem(sys.modules, "__main__", sys.modules["__main__"])  # the shell replaces it
     monkeypatch.setattr(SESSION, "history", [])  # restored after the test

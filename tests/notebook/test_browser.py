@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import pytest
 
 from mediagen_nb import Client, Sandbox
-from mediagen_nb.notebook.browser import PAGE_SIZE, Catalog, card_html, catalog
+from mediagen_nb.notebook.browser import PAGE_SIZE, CatalogBrowser, card_html, catalog
 from mediagen_nb.notebook.forms import Form
 from mediagen_nb.notebook.session import SESSION
 
@@ -20,14 +20,14 @@ def client() -> Iterator[Client]:
 
 
 @pytest.fixture
-def browser(client: Client) -> Iterator[Catalog]:
-    b = Catalog(client)
+def browser(client: Client) -> Iterator[CatalogBrowser]:
+    b = CatalogBrowser(client)
     yield b
     if b.form is not None:
         b.form.close()
 
 
-def test_filter_counts_by_kind(browser: Catalog) -> None:
+def test_filter_counts_by_kind(browser: CatalogBrowser) -> None:
     assert len(browser.filter()) == len(browser.filter(kind="all")) == 130
     assert len(browser.filter(kind="image")) == 41
     assert len(browser.filter(kind="video")) == 72
@@ -35,7 +35,7 @@ def test_filter_counts_by_kind(browser: Catalog) -> None:
     assert all(m.output_type == "audio" for m in browser.filter(kind="audio"))
 
 
-def test_filter_by_group_and_text(browser: Catalog) -> None:
+def test_filter_by_group_and_text(browser: CatalogBrowser) -> None:
     groups = Counter(m.group for m in browser.models)
     assert len(browser.filter(group="Lip-sync")) == groups["Lip-sync"] > 0
     assert {m.id for m in browser.filter(group="Lip-sync")} >= {"infinitetalk", "infinitetalk-fast"}
@@ -49,7 +49,7 @@ def test_filter_by_group_and_text(browser: Catalog) -> None:
     assert len(browser.filter(kind="video", text="upscale")) < len(browser.filter(text="upscale"))
 
 
-def test_controls_page_through_the_cards(browser: Catalog) -> None:
+def test_controls_page_through_the_cards(browser: CatalogBrowser) -> None:
     assert len(browser.grid.children) == PAGE_SIZE and browser.pages == 6
     assert browser.prev_button.disabled and not browser.next_button.disabled
     assert "130 models" in browser.count.value and "page 1 of 6" in browser.count.value
@@ -69,7 +69,7 @@ def test_controls_page_through_the_cards(browser: Catalog) -> None:
     assert browser.shown == [] and browser.grid.children == () and "0 models" in browser.count.value
 
 
-def test_cards_show_preview_price_and_billing(browser: Catalog) -> None:
+def test_cards_show_preview_price_and_billing(browser: CatalogBrowser) -> None:
     by_id = {m.id: m for m in browser.models}
     flat = next(m for m in browser.models if m.pricing is None)
     card = card_html(flat)
@@ -81,7 +81,7 @@ def test_cards_show_preview_price_and_billing(browser: Catalog) -> None:
     assert html_of_cards.count("<img") == PAGE_SIZE
 
 
-def test_cards_escape_catalog_text(browser: Catalog) -> None:
+def test_cards_escape_catalog_text(browser: CatalogBrowser) -> None:
     from mediagen_nb import Model
 
     evil = Model(
@@ -95,7 +95,7 @@ def test_cards_escape_catalog_text(browser: Catalog) -> None:
     assert "<script>" not in card and "&lt;script&gt;" in card and "javascript:" not in card
 
 
-def test_open_shows_the_form_in_place_of_the_cards_and_back_returns(browser: Catalog) -> None:
+def test_open_shows_the_form_in_place_of_the_cards_and_back_returns(browser: CatalogBrowser) -> None:
     """The form opens where the click was (the cards hide, a back button leads back to them as they were)."""
     form = browser.open("gpt-image-2")
     assert isinstance(form, Form) and form.model.id == "gpt-image-2" and browser.form is form

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import ipywidgets as widgets
 import pytest
+from _shared import wav
 
 from mediagen_nb import Client, Model, Sandbox, ValidationError
 from mediagen_nb.client import ModerationError
@@ -574,16 +575,10 @@ def test_a_file_picked_in_a_form_is_uploaded_and_billed_by_its_length(
     make: Callable[..., Form], sb: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import io
-    import wave
     from datetime import datetime, timezone
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where picked files are kept
-    sound = io.BytesIO()
-    with wave.open(sound, "wb") as out:  # 20 s of quiet sound
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(b"\x01\x00" * 8000 * 20)
+    sound = io.BytesIO(wav(20))
     own = Client.for_sandbox(sb)  # a client of its own: the module's may have been closed by now
     f = make("zonos2", client=own, debounce=60)
     f.set(text="Hello from a picked file")

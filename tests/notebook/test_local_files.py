@@ -1,19 +1,15 @@
 """A magic takes a local file: ``%%generate zonos2 --audio ./myvoice.wav`` uploads it and bills its length."""
 
-import wave
 from pathlib import Path
 
 import pytest
+from _shared import wav
 from _shell import Notebook
 
 
 def test_a_magic_takes_a_relative_path(nb: Notebook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with wave.open(str(tmp_path / "myvoice.wav"), "wb") as out:  # 20 s of quiet sound
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(b"\x01\x00" * 8000 * 20)
+    (tmp_path / "myvoice.wav").write_bytes(wav(20))
     made = nb.ok("%%generate zonos2 --audio ./myvoice.wav -o spoken\nHello from my own voice")
     assert made.status == "succeeded"
     assert nb.generation(made).input["audio"].endswith(".wav")

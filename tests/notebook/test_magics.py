@@ -19,8 +19,7 @@ from _shell import TIME_SCALE, Notebook, assert_short
 from IPython.core.completer import provisionalcompleter
 from IPython.core.displaypub import CapturingDisplayPublisher
 
-from mediagen_nb.client import Estimate, Generation, Model, ReplicationRun, ShortVideoJob
-from mediagen_nb.client import config as client_config
+from mediagen_nb.client import Estimate, Generation, Model, ReplicationRun, ShortVideoJob, settings
 from mediagen_nb.notebook.live import Live
 from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.notebook.session import SESSION
@@ -454,7 +453,7 @@ def test_key_is_never_echoed_or_stored(nb: Notebook, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(getpass, "getpass", fake_getpass)
     monkeypatch.setattr("builtins.input", lambda prompt="": str(nb.sandbox.base_url))
-    monkeypatch.setenv(client_config.ENV_TIME_SCALE, str(TIME_SCALE))
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(TIME_SCALE))
     assert nb.run("%mediagen key").success
     assert prompts and "pk_live_" in prompts[0]
     value = nb.ok("%%generate gpt-image-2\na cat")  # the typed key is the one in use
@@ -471,9 +470,9 @@ def test_key_is_never_echoed_or_stored(nb: Notebook, monkeypatch: pytest.MonkeyP
 
 
 def test_use_service_and_sandbox(nb: Notebook, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(client_config.ENV_KEY, nb.new_key(name="env"))
-    monkeypatch.setenv(client_config.ENV_BASE_URL, str(nb.sandbox.base_url))
-    monkeypatch.setenv(client_config.ENV_TIME_SCALE, str(TIME_SCALE))
+    monkeypatch.setenv(settings.ENV_KEY, nb.new_key(name="env"))
+    monkeypatch.setenv(settings.ENV_BASE_URL, str(nb.sandbox.base_url))
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(TIME_SCALE))
     nb.ok("%mediagen use service")
     assert SESSION.client.base_url == nb.sandbox.base_url and not SESSION.client.settings.sandbox
     assert nb.ok("%%generate gpt-image-2\na cat").status == "succeeded"

@@ -16,8 +16,7 @@ from _shell import Notebook, assert_short
 from IPython.core.error import UsageError
 
 import mediagen_nb as mg
-from mediagen_nb.client import BudgetExceeded, Client, Generation, VideoEstimate
-from mediagen_nb.client import config as client_config
+from mediagen_nb.client import BudgetExceeded, Client, Generation, VideoEstimate, settings
 from mediagen_nb.client.config import embedded_sandbox
 from mediagen_nb.notebook.forms import Form
 from mediagen_nb.protocol.paths import path
@@ -35,8 +34,8 @@ def test_use_sandbox_switches_sweeps_too(
 ) -> None:
     """With a service configured in the environment, ``%mediagen use sandbox`` moves the magics, the
     forms *and* ``df.mediagen`` to the embedded sandbox: the service's ledger is unchanged."""
-    monkeypatch.setenv(client_config.ENV_KEY, nb.sandbox.demo_key)
-    monkeypatch.setenv(client_config.ENV_BASE_URL, str(nb.sandbox.base_url))
+    monkeypatch.setenv(settings.ENV_KEY, nb.sandbox.demo_key)
+    monkeypatch.setenv(settings.ENV_BASE_URL, str(nb.sandbox.base_url))
     nb.ok("%mediagen use service")
     assert f"now uses {nb.sandbox.base_url.split('//')[1]}" in capsys.readouterr().out
     before_service, before_embedded = nb.charges(), len(embedded_charges())

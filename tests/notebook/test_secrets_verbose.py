@@ -12,22 +12,20 @@ import http.server
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
 import uuid
-import wave
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from _shared import moto_s3, wav
 from _shell import Notebook
 
-from mediagen_nb.client import uploads
-from mediagen_nb.client.limits_store import ENV_LIMITS_URL
+from mediagen_nb.client.settings import ENV_LIMITS_URL, ENV_UPLOAD_URL
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
@@ -36,11 +34,7 @@ IMAGE = '{"prompt": "a fox in the snow", "quality": "low"}'
 
 
 def voice(target: Path, seconds: float = 4) -> Path:
-    with wave.open(str(target), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(8000)
-        out.writeframes(b"\x01\x00" * int(8000 * seconds))
+    target.write_bytes(wav(seconds))
     return target
 
 
@@ -77,18 +71,8 @@ def echo() -> Iterator[str]:
 @pytest.fixture
 def s3() -> Iterator[str]:
     """A loopback S3 server (moto) with no bucket at all: every upload to it fails."""
-    server_mode = pytest.importorskip("moto.server", reason="moto[server] is not installed")
-    pytest.importorskip("s3fs", reason="s3fs is not installed")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = server_mode.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        uploads.uploads(None)
-        server.stop()
+    with moto_s3() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
@@ -295,7 +279,7 @@ def test_the_mediagen_command_shows_no_secret_when_it_fails(
         }
     )
     storage = {
-        uploads.ENV_UPLOAD_URL: "s3://no-such-bucket/in",
+        ENV_UPLOAD_URL: "s3://no-such-bucket/in",
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": secrets["storage"],
         "AWS_ENDPOINT_URL": s3,

@@ -7,13 +7,13 @@ prints the sandbox's own ledger; the second, started afterwards, shows ``%mediag
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from _shared import environment
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = textwrap.dedent(
@@ -66,14 +66,11 @@ SECOND = textwrap.dedent(
 
 
 def run(script: str, tmp_path: Path, ledger: Path) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}
-    env.update(
-        {
-            "MEDIAGEN_LEDGER": str(ledger),
-            "MEDIAGEN_TIME_SCALE": "600",
-            "IPYTHONDIR": str(tmp_path / "ipython"),
-            "PYTHONPATH": str(ROOT),
-        }
+    env = environment(
+        MEDIAGEN_LEDGER=str(ledger),
+        MEDIAGEN_TIME_SCALE="600",
+        IPYTHONDIR=str(tmp_path / "ipython"),
+        PYTHONPATH=str(ROOT),
     )
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240

@@ -10,6 +10,7 @@ from jsonschema import Draft202012Validator
 
 from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.limits import ESTIMATE_FALLBACK_SECONDS
+from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.sandbox.catalog import (
     BY_ID,
     MODELS,
@@ -17,7 +18,6 @@ from mediagen_nb.sandbox.catalog import (
     ModelSpec,
     example_record,
     loader,
-    media_kind,
     output_seconds,
     record,
 )

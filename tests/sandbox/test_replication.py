@@ -15,8 +15,8 @@ from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, catalog, pricing
 from mediagen_nb.sandbox.media import measure_seconds
 from mediagen_nb.sandbox.replication import takes
+from mediagen_nb.sandbox.replication.backend import MARKETING_DELAY_SECONDS
 from mediagen_nb.sandbox.replication.blueprint import HARD_FADE
-from mediagen_nb.sandbox.replication.models import MARKETING_DELAY_SECONDS
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ schemas use every JSON Schema feature a client must handle and every billing met
 """
 
 from mediagen_nb.sandbox.catalog.loader import load
-from mediagen_nb.sandbox.catalog.model import ModelSpec, media_kind, output_seconds, simulated_runtime
+from mediagen_nb.sandbox.catalog.model import ModelSpec, output_seconds, simulated_runtime
 from mediagen_nb.sandbox.catalog.records import example_record, record
 
 MODELS, REPLICATION_MODELS = load()
@@ -23,7 +23,6 @@ __all__ = [
     "REPLICATION_MODELS",
     "ModelSpec",
     "example_record",
-    "media_kind",
     "output_seconds",
     "record",
     "simulated_runtime",

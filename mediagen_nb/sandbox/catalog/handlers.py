@@ -6,32 +6,32 @@ from mediagen_nb.protocol import messages, wire
 from mediagen_nb.sandbox.catalog import BY_ID, MODELS
 from mediagen_nb.sandbox.catalog.documents import llms_text, openapi_document
 from mediagen_nb.sandbox.catalog.records import example_record, record
-from mediagen_nb.sandbox.pipeline import Call
+from mediagen_nb.sandbox.pipeline import Incoming
 from mediagen_nb.sandbox.responses import not_found, ok
 
 
-async def models(call: Call) -> Response:
+async def models(incoming: Incoming) -> Response:
     """GET /v1/models."""
-    return ok({wire.MODELS_LIST: [record(m, call.base_url) for m in MODELS]})
+    return ok({wire.MODELS_LIST: [record(m, incoming.base_url) for m in MODELS]})
 
 
-async def model(call: Call) -> Response:
+async def model(incoming: Incoming) -> Response:
     """GET /v1/models/{id}: the record plus ``example`` when one exists."""
-    found = BY_ID.get(call.path("id"))
+    found = BY_ID.get(incoming.path("id"))
     if found is None:
         raise not_found(messages.model_not_found(BY_ID))
-    body = record(found, call.base_url)
-    example = example_record(found, call.base_url)
+    body = record(found, incoming.base_url)
+    example = example_record(found, incoming.base_url)
     if example is not None:
         body["example"] = example
     return ok(body)
 
 
-async def openapi(call: Call) -> Response:
+async def openapi(incoming: Incoming) -> Response:
     """GET /v1/openapi.json."""
-    return JSONResponse(openapi_document(MODELS, call.base_url))
+    return JSONResponse(openapi_document(MODELS, incoming.base_url))
 
 
-async def llms_txt(call: Call) -> Response:
+async def llms_txt(incoming: Incoming) -> Response:
     """GET /v1/llms.txt."""
     return PlainTextResponse(llms_text(MODELS))

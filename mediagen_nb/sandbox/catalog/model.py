@@ -4,6 +4,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.sandbox.pricing import PriceRule, input_defaults
 
 Schema = dict[str, Any]
@@ -11,16 +12,6 @@ Schema = dict[str, Any]
 KINDS = ("image", "video", "audio")
 DEFAULT_OUTPUT_SECONDS = 5.0  # a video (or audio) model without a duration input makes this much
 SPEECH_CHARS_PER_SECOND = 15.0  # text-to-speech output length: about 15 characters a second
-
-
-def media_kind(schema_property: Mapping[str, Any]) -> str | None:
-    """``"image"``, ``"audio"`` or ``"video"`` from a property's ``contentMediaType`` (an array's items')."""
-    media = schema_property.get("contentMediaType")
-    items = schema_property.get("items")
-    if media is None and isinstance(items, Mapping):
-        media = items.get("contentMediaType")
-    kind = str(media).split("/")[0] if media else None
-    return kind if kind in KINDS else None
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The generation API (``/v3/playground/v1``): runs, their reads with ``wait``, and estimates.
 
-* ``models.py``: the backend, the spec's ten start checks in order and the run's life (to change a check).
+* ``backend.py``: the backend, the spec's ten start checks in order and the run's life (to change a check).
 * ``handlers.py``: the endpoints, the only code here that reads requests.
 * ``outputs.py``: what a finished run makes (image and video sizes, the media files).
 

@@ -1,26 +1,26 @@
-"""The generation API's endpoints: read the request, call the backend, write the envelope."""
+"""The generation API's endpoints: read the request, incoming the backend, write the envelope."""
 
 from starlette.responses import Response
 
 from mediagen_nb.protocol import limits, messages, wire
 from mediagen_nb.sandbox import pricing
-from mediagen_nb.sandbox.pipeline import Call
+from mediagen_nb.sandbox.pipeline import Incoming
 from mediagen_nb.sandbox.responses import bad_request, ok
 
 
-async def start(call: Call) -> Response:
+async def start(incoming: Incoming) -> Response:
     """POST /v1/run: 201 with a new generation; 200 with the one an Idempotency-Key already started."""
-    body = await call.json()
-    generation, created = await call.world.generations.start(
-        call.who,
+    body = await incoming.json()
+    generation, created = await incoming.world.generations.start(
+        incoming.who,
         body.get("modelId"),
         body.get("input"),
         body.get("webhook"),
-        idempotency_key=call.idempotency_key(),
-        at_capacity=call.at_capacity,
-        base_url=call.base_url,
+        idempotency_key=incoming.idempotency_key(),
+        at_capacity=incoming.at_capacity,
+        base_url=incoming.base_url,
     )
-    return ok(generation.public(call.world), 201 if created else 200)
+    return ok(generation.public(incoming.world), 201 if created else 200)
 
 
 def wait_seconds(raw: str | None) -> int:
@@ -36,20 +36,20 @@ def wait_seconds(raw: str | None) -> int:
     return wait
 
 
-async def read(call: Call) -> Response:
+async def read(incoming: Incoming) -> Response:
     """GET /v1/generations/{id}?wait=: the generation, held until it ends or the wait expires."""
-    wait = wait_seconds(call.request.query_params.get("wait"))
-    generation, still_running = await call.world.generations.read(call.who, call.path("id"), wait)
-    data = generation.public(call.world)
+    wait = wait_seconds(incoming.request.query_params.get("wait"))
+    generation, still_running = await incoming.world.generations.read(incoming.who, incoming.path("id"), wait)
+    data = generation.public(incoming.world)
     if still_running:
         data["stillRunning"] = True
     return ok(data)
 
 
-async def estimate(call: Call) -> Response:
+async def estimate(incoming: Incoming) -> Response:
     """POST /v1/estimate: the price a run of the same body would charge; never charges."""
-    body = await call.json()
-    priced = await call.world.generations.estimate(body.get("modelId"), body.get("input"))
+    body = await incoming.json()
+    priced = await incoming.world.generations.estimate(body.get("modelId"), body.get("input"))
     return ok(
         {
             wire.ESTIMATE_MODEL: priced.model.id,

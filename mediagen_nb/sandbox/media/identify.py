@@ -11,21 +11,25 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from mediagen_nb.sandbox.media import vector
+from mediagen_nb.protocol import formats
 
-HEAD_BYTES = 4096  # what the signature checks and the description read
+HEAD_BYTES = formats.HEAD  # what the signature checks and the description read
 
 # Every type the sandbox stores and serves, by the extension it stores it with.
 MEDIA_TYPES: dict[str, str] = {
-    "png": "image/png",
-    "jpg": "image/jpeg",
-    "webp": "image/webp",
-    "gif": "image/gif",
-    "wav": "audio/wav",
-    "mp3": "audio/mpeg",
-    "mp4": "video/mp4",
-    "mov": "video/quicktime",
-    "webm": "video/webm",
+    ext: formats.MEDIA_TYPES[f".{ext}"]
+    for ext in ("png", "jpg", "webp", "gif", "wav", "mp3", "mp4", "mov", "webm")
+}
+# What it keeps of each signature (any MPEG audio frame claims an MP3: its parse decides).
+_KEPT = {
+    "png": "png",
+    "jpeg": "jpg",
+    "gif": "gif",
+    "webp": "webp",
+    "wav": "wav",
+    "id3": "mp3",
+    "mpeg-audio": "mp3",
+    "adts": "mp3",
 }
 ACCEPTED = "images (PNG, JPEG, WebP, GIF; SVG is stored as PNG), audio (WAV, MP3) and video (MP4, MOV, WebM)"
 _PILLOW_FORMATS = {"png": "PNG", "jpg": "JPEG", "webp": "WEBP", "gif": "GIF"}
@@ -62,35 +66,24 @@ def identify(path: Path) -> Kind:
     """The medium of the file at ``path``; :class:`NotMedia` saying what it looks like otherwise."""
     with path.open("rb") as file:
         head = file.read(HEAD_BYTES)
-    claimed = _signature(head)
+    found = formats.signature(head)
+    if found == "svg":
+        return Kind("svg")
+    claimed = _claimed(found, head)
     if claimed is None:
-        if vector.looks_like_svg(head):
-            return Kind("svg")
         raise NotMedia(describe(head))
     if not _parses(path, claimed):
         raise NotMedia(f"something that starts like {_NAMES[claimed]} but is not one")
     return Kind(claimed)
 
 
-def _signature(head: bytes) -> str | None:
-    """The medium ``head`` starts like, by its magic bytes."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "jpg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "gif"
-    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return "webp"
-    if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
-        return "wav"
-    if head.startswith(b"ID3") or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
-        return "mp3"
-    if head[4:8] == b"ftyp" and head[8:12] not in _AUDIO_MP4_BRANDS:
-        return "mov" if head[8:12] == b"qt  " else "mp4"
-    if head.startswith(b"\x1a\x45\xdf\xa3") and b"webm" in head[:64]:
+def _claimed(found: str | None, head: bytes) -> str | None:
+    """The medium a file of signature ``found`` starts like, among those the sandbox keeps."""
+    if found == "iso-media" and formats.brand(head) not in _AUDIO_MP4_BRANDS:
+        return "mov" if formats.brand(head) == b"qt  " else "mp4"
+    if found == "ebml" and b"webm" in head[:64]:
         return "webm"
-    return None
+    return _KEPT.get(found or "")
 
 
 def _parses(path: Path, claimed: str) -> bool:

@@ -24,9 +24,6 @@ SVG_NAMESPACE = "http://www.w3.org/2000/svg"
 _SAFE_DATA = re.compile(r"data:image/(png|jpeg|jpg|gif|webp)[;,]", re.IGNORECASE)
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _LENGTH = re.compile(rf"\s*({_NUMBER})\s*(?:px)?\s*")
-_PROLOGUE = re.compile(
-    r"\s*(?:<\?xml[^>]*\?>|<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>)", re.DOTALL | re.IGNORECASE
-)
 
 # The child: limit its own memory first, then draw the SVG on stdin as PNG bytes on stdout.
 _DRAW = """
@@ -48,17 +45,6 @@ class NotDrawable(ValueError):
     def __init__(self, looks_like: str) -> None:
         super().__init__(looks_like)
         self.looks_like = looks_like
-
-
-def looks_like_svg(head: bytes) -> bool:
-    """Whether ``head`` (a file's first bytes) is XML whose first element is ``<svg``."""
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
-    while True:
-        prologue = _PROLOGUE.match(text)
-        if prologue is None:
-            break
-        text = text[prologue.end() :]
-    return re.match(r"\s*<(?:\w+:)?svg[\s>/]", text) is not None
 
 
 def to_png(data: bytes) -> bytes:

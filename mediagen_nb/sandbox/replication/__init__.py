@@ -1,6 +1,6 @@
 """The replication API (``/v3/replicate/v1``): a short video becomes a blueprint, then a replica.
 
-* ``models.py``: the backend, analyses and runs, their start checks and timing (to change a rule);
+* ``backend.py``: the backend, analyses and runs, their start checks and timing (to change a rule);
   ``resources.py``: the Analysis and Run resources and the replicate body's field rules.
 * ``handlers.py``: the endpoints, the only code here that reads requests.
 * ``links.py``: which analyze links are accepted; ``blueprint.py`` and ``words.toml``: how a blueprint

@@ -1,34 +1,34 @@
-"""The topic-to-video API's endpoints: read the request, call the backend, write the envelope."""
+"""The topic-to-video API's endpoints: read the request, incoming the backend, write the envelope."""
 
 from starlette.responses import Response
 
-from mediagen_nb.sandbox.pipeline import Call
+from mediagen_nb.sandbox.pipeline import Incoming
 from mediagen_nb.sandbox.responses import ok
 from mediagen_nb.sandbox.topic_video import options as choices
 
 
-async def start(call: Call) -> Response:
+async def start(incoming: Incoming) -> Response:
     """POST {topic root}: 201 with a new job; 200 with the one the body's idempotency key started."""
-    job, created = await call.world.topic.start(
-        call.who, await call.json(), at_capacity=call.at_capacity, base_url=call.base_url
+    job, created = await incoming.world.topic.start(
+        incoming.who, await incoming.json(), at_capacity=incoming.at_capacity, base_url=incoming.base_url
     )
     return ok({"jobId": job.id}, 201 if created else 200)
 
 
-async def options(call: Call) -> Response:
+async def options(incoming: Incoming) -> Response:
     """GET {topic root}/options: voices by gender, looks, edit styles, length bounds and defaults."""
     return ok(choices.options())
 
 
-async def read(call: Call) -> Response:
+async def read(incoming: Incoming) -> Response:
     """GET {topic root}/{jobId}: the job, advanced to now."""
-    return ok(call.world.topic.job(call.who, call.path("id")).public(call.world))
+    return ok(incoming.world.topic.job(incoming.who, incoming.path("id")).public(incoming.world))
 
 
-async def reedit(call: Call) -> Response:
+async def reedit(incoming: Incoming) -> Response:
     """POST {topic root}/{jobId}/reedit: a new job re-cutting a finished lip-sync."""
-    body = await call.json()
-    job = call.world.topic.reedit(
-        call.who, call.path("id"), body, at_capacity=call.at_capacity, base_url=call.base_url
+    body = await incoming.json()
+    job = incoming.world.topic.reedit(
+        incoming.who, incoming.path("id"), body, at_capacity=incoming.at_capacity, base_url=incoming.base_url
     )
     return ok({"jobId": job.id}, 201)

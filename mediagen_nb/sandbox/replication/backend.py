@@ -49,7 +49,7 @@ MARKETING_DELAY_SECONDS = 8.0
 SIZES = {"9:16": (180, 320), "16:9": (320, 180)}
 
 
-class Replication:
+class ReplicationBackend:
     """Every analysis and replication run of the sandbox."""
 
     def __init__(self, world: "World") -> None:

@@ -180,7 +180,7 @@ class Job:
         }
 
 
-class TopicVideo:
+class TopicVideoBackend:
     """Every short-video job of the sandbox, by id, with the account-scoped keys of their starts."""
 
     def __init__(self, world: "World") -> None:

@@ -122,7 +122,7 @@ def find_model(model_id: Any) -> catalog.ModelSpec:
     return model
 
 
-class Generations:
+class GenerationBackend:
     """Every generation of the sandbox, by id, with the account-scoped Idempotency-Keys of their starts."""
 
     def __init__(self, world: "World") -> None:

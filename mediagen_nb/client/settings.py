@@ -1,0 +1,124 @@
+"""Every ``MEDIAGEN_*`` variable the toolkit reads, and its default: read here and nowhere else.
+
+As moto's ``settings.py``: each setting is a function that reads the environment when it is asked
+(a notebook may set a variable after import, a test per test), checks the value, and falls back to
+its default. The names the sandbox also writes (to point a process at itself) are the protocol's.
+"""
+
+import math
+import os
+from pathlib import Path
+
+from mediagen_nb.client.errors import ConfigurationError
+from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
+
+__all__ = [
+    "ENV_ACCOUNT",
+    "ENV_BASE_URL",
+    "ENV_BUDGET",
+    "ENV_KEY",
+    "ENV_LEDGER",
+    "ENV_LIMITS_URL",
+    "ENV_PREVIEW",
+    "ENV_TIME_SCALE",
+    "ENV_UPLOAD_URL",
+]
+
+ENV_ACCOUNT = "MEDIAGEN_ACCOUNT"  # names the account of the keys, for its shared start limit
+ENV_LEDGER = "MEDIAGEN_LEDGER"  # the ledger file of paid starts
+ENV_BUDGET = "MEDIAGEN_BUDGET"  # the session budget, in credits
+ENV_PREVIEW = "MEDIAGEN_PREVIEW"  # where previews load a sandbox's media from: auto, direct, proxy, inline
+ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"  # where local files go: an fsspec URL
+ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"  # where the limiters' windows are shared: a file, or Redis
+HUB_PREFIX = "JUPYTERHUB_SERVICE_PREFIX"  # set by JupyterHub and Binder: the Jupyter server's path
+
+EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
+SERVICE_TIME_SCALE = 1.0  # a service at MEDIAGEN_BASE_URL runs in real time unless told otherwise
+PREVIEW_MODES = ("auto", "direct", "proxy", "inline")
+
+
+def _text(name: str) -> str | None:
+    """The variable's value, or None when it is unset or empty."""
+    return os.environ.get(name) or None
+
+
+def api_key() -> str | None:
+    return _text(ENV_KEY)
+
+
+def base_url() -> str | None:
+    return _text(ENV_BASE_URL)
+
+
+def account() -> str | None:
+    return _text(ENV_ACCOUNT)
+
+
+def time_scale() -> float | None:
+    """``MEDIAGEN_TIME_SCALE``: the clock of the sandbox at MEDIAGEN_BASE_URL, or of the embedded one."""
+    raw = _text(ENV_TIME_SCALE)
+    if raw is None:
+        return None
+    try:
+        scale = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}") from None
+    if not 0 < scale < math.inf:  # also refuses nan and inf
+        raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}")
+    return scale
+
+
+def ledger_path() -> Path:
+    """``MEDIAGEN_LEDGER``, else ``ledger.sqlite`` in the user's data folder (one per user, every process)."""
+    configured = _text(ENV_LEDGER)
+    if configured:
+        return Path(configured).expanduser()
+    from platformdirs import user_data_path
+
+    return user_data_path("mediagen_nb") / "ledger.sqlite"
+
+
+def credits(value: object, name: str) -> int:
+    """A number of credits as the user gave it (``500``, ``"500"``); ConfigurationError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ConfigurationError(f"{name} must be a whole number of credits, not {value!r}")
+    try:
+        number = int(value)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a whole number of credits, not {value!r}") from None
+    if number < 0:
+        raise ConfigurationError(f"{name} must be 0 or more credits, not {number}")
+    return number
+
+
+def budget() -> int | None:
+    """``MEDIAGEN_BUDGET``: the session budget a process starts with (none by default)."""
+    raw = _text(ENV_BUDGET)
+    return None if raw is None else credits(raw, ENV_BUDGET)
+
+
+def preview() -> str:
+    """``MEDIAGEN_PREVIEW``, one of PREVIEW_MODES; ``auto`` when unset or not one of them."""
+    mode = os.environ.get(ENV_PREVIEW, "auto").strip().lower()
+    return mode if mode in PREVIEW_MODES else "auto"
+
+
+def hub_prefix() -> str | None:
+    """The Jupyter server's path on JupyterHub and Binder (``/user/name/``), or None elsewhere."""
+    return _text(HUB_PREFIX)
+
+
+def upload_url() -> str | None:
+    return _text(ENV_UPLOAD_URL)
+
+
+def limits_url() -> str:
+    """``MEDIAGEN_LIMITS_URL``: a file, ``redis://``, or ``memory``; "" for the machine's file."""
+    return os.environ.get(ENV_LIMITS_URL, "")
+
+
+def limits_path() -> Path:
+    """The machine's file of shared limit windows: in the user's cache folder."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("mediagen_nb")) / "limits.sqlite"

@@ -1,0 +1,301 @@
+"""The one paid start: every operation that charges describes its start, and :meth:`Starts.start` runs it.
+
+A start is, in order: its Idempotency-Key (derived from what is asked, or given, or new), an earlier
+start of the same key resumed at no charge, its price held against the session budget, its intent
+written to the ledger, the request sent, the answer read and recorded. A start the ledger already
+held (an earlier run's, or another process's in flight) is sent too (the service answers with the
+same resource) but is theirs: this process neither pays for it nor counts it. So a new paid
+endpoint is one :class:`Start`: what it asks, how it is sent, read and recorded.
+"""
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
+
+from mediagen_nb.client import errors, idempotency
+from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.checks import header_value
+from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.core import Core
+from mediagen_nb.client.steps import Call, Op, Record
+from mediagen_nb.protocol import limits as spec_limits
+from mediagen_nb.protocol import states
+
+
+class Resource(Protocol):
+    """What a start returns: a resource (a dataclass) with an id and a status, that says it was reused."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def status(self) -> str | None: ...
+
+    @property
+    def reused(self) -> bool: ...
+
+
+R = TypeVar("R", bound=Resource)
+
+
+class Recorded(NamedTuple):
+    """What the ledger keeps of a start's answer: its status, charge and (when whole) the answer."""
+
+    status: str
+    credits: int
+    credits_known: bool = True
+    resource: Mapping[str, Any] | None = None
+
+
+def listed(price: int | None) -> Callable[[], Op[int | None]]:
+    """A price known without asking (a flat price): for :attr:`Start.price`."""
+
+    def known() -> Op[int | None]:
+        return price
+        yield  # a generator of no steps
+
+    return known
+
+
+def unpriced() -> Op[int | None]:
+    """No price before the start is answered (a re-edit): the budget holds nothing for it."""
+    return None
+    yield  # a generator of no steps
+
+
+@dataclass(frozen=True)
+class Start(Generic[R]):
+    """A paid start as its operation describes it.
+
+    ``request(key)`` is the request carrying the start's Idempotency-Key; ``parse`` reads its answer as
+    the resource; ``recorded(resource, answer, price)`` is what the ledger keeps of it; ``price()``
+    what the start holds against the budget (asked only when the start is sent). ``read`` reads the
+    resource of an earlier start by id, and ``same`` says whether what it read is that start's (a
+    restarted sandbox hands the same ids out again); ``kept`` says the ledger keeps its whole answer,
+    so an earlier start that has ended is returned from it without a request.
+    """
+
+    kind: str  # ledgers.GENERATION, ANALYSIS, REPLICATION or JOB
+    what: str  # for messages: "gpt-image-2", "the analysis of <url>"
+    model_id: str | None
+    asked: Mapping[str, Any]  # what is asked: the derived Idempotency-Key comes from it
+    request: Callable[[str], Call]
+    parse: Callable[[Any], R]
+    recorded: Callable[[R, Any, int | None], Recorded]
+    read: Callable[[str], Op[R]]
+    price: Callable[[], Op[int | None]] = unpriced
+    same: Callable[[R, ledgers.Entry], bool] = lambda current, entry: True
+    kept: bool = False
+    key: str | None = None  # an Idempotency-Key given by the caller, sent as it is
+    reuse: bool = False  # the key derives from the ask: an earlier start of it is returned
+    fresh: bool = False  # with ``reuse``: the next variation instead
+    ledger: "ledgers.Ledger | str | None" = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A start's key, and the ledger's earlier start of it if any."""
+
+    key: str
+    ask: str | None
+    variation: int
+    entry: ledgers.Entry | None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A sent start's share of the money: its budget hold, and whether the start is this process's."""
+
+    budget: int | None
+    ours: bool = True
+
+
+class Starts:
+    """Paid starts over one core: keys, resumes, the budget, the ledger."""
+
+    def __init__(self, core: Core) -> None:
+        self.core = core
+
+    def start(self, start: Start[R]) -> Op[R]:
+        """The resource of ``start``: an earlier start of its key (no charge) or a new one (charged once)."""
+        book = yield from self.core.book(start.ledger)
+        found = yield from self._keyed(start, book)
+        if found.entry is not None:
+            earlier = yield from self._resume(start, found.entry, book)
+            if earlier is not None:
+                return earlier
+        price = yield from start.price()
+        resource, answer, hold = yield from self._send(start, found, price, book)
+        yield from self._record(found.key, hold, book, resource.id, start.recorded(resource, answer, price))
+        return resource if hold.ours else replace(resource, reused=True)
+
+    def earlier(self, start: Start[R]) -> Op[R | None]:
+        """The resource an earlier start of the same ask made, read again (no charge); None if none."""
+        book = yield from self.core.book(start.ledger)
+        found = yield from self._keyed(start, book)
+        if found.entry is None:
+            return None
+        return (yield from self._resume(start, found.entry, book))
+
+    def _keyed(self, start: Start[Any], book: ledgers.Ledger) -> Op[Found]:
+        """The Idempotency-Key of a start and an earlier start of the same ask, if the ledger has one.
+
+        A given key is used as it is; ``reuse`` derives the key from the ask (``fresh``: the next
+        variation); otherwise the start gets a new random key (one call, one start).
+        """
+        settings = self.core.settings
+        if settings.embedded is not None:  # which state it holds: none other's starts are trusted
+            yield Record(settings.check)
+        if start.key is not None:
+            key = header_value("idempotency_key", str(start.key))[: spec_limits.IDEMPOTENCY_KEY_CHARS]
+            entry = yield Record(partial(book.lookup, key, self.core.where))
+            return Found(key, None, 1, entry)
+        if not start.reuse:
+            return Found(uuid.uuid4().hex, None, 1, None)
+        asked = idempotency.ask(start.kind, start.model_id, start.asked)
+        latest: ledgers.Entry | None = yield Record(partial(book.latest, asked, self.core.where))
+        # A failed start was refunded and the service returns it again for its key: ask anew instead.
+        again = start.fresh or (latest is not None and latest.status == states.FAILED)
+        variation = (latest.variation if latest else 1) + (1 if again and latest else 0)
+        key = idempotency.derive(
+            start.kind, idempotency.SINGLE, start.model_id, start.asked, occurrence=variation
+        )
+        return Found(key, asked, variation, None if again else latest)
+
+    def _resume(self, start: Start[R], entry: ledgers.Entry, book: ledgers.Ledger) -> Op[R | None]:
+        """The resource an earlier start of this key made, or None to start it (again) with its key.
+
+        An ended start recorded by this connection is returned from the ledger when it keeps whole
+        answers; any other is read by id, and one this account does not know (another account, a
+        restarted sandbox) or that is another resource under the same id is None.
+        """
+        where = self.core.where
+        if start.kept and entry.final and entry.trusted(where) and isinstance(entry.resource, Mapping):
+            return replace(start.parse(entry.resource), reused=True)
+        if entry.resource_id is None:
+            return None
+        self.core.track(entry.resource_id, book, started=False)  # its reads are recorded where it was
+        try:
+            current = yield from start.read(entry.resource_id)
+        except (errors.NotFoundError, errors.BadRequestError):
+            self.core.untrack(entry.resource_id)
+            self._forgotten(entry)
+            return None
+        if not start.same(current, entry):
+            self.core.untrack(entry.resource_id)
+            self._forgotten(entry)
+            return None  # another resource under the same id (a restarted sandbox): never attach to it
+        if not entry.trusted(where):  # read fine here: recorded for this connection, so a re-run trusts it
+            yield Record(partial(book.adopt, entry, where))
+        return replace(current, reused=True)
+
+    def _forgotten(self, entry: ledgers.Entry) -> None:
+        """An earlier start that the current service does not know: when another instance of it made it
+        (a sandbox reset, or whose state is gone), say once per process that such starts begin again
+        (a sweep counts them in its summary instead)."""
+        if entry.instance == self.core.where.instance or ledgers.current_via() == "sweep":
+            return
+        if PROCESS.told_forgotten:
+            return
+        PROCESS.told_forgotten = True
+        print(
+            "mediagen_nb: the sandbox that ran earlier starts of these inputs is gone (reset, or its state "
+            "lost); they are started again here, and charged"
+        )
+
+    def _send(
+        self, start: Start[R], found: Found, price: int | None, book: ledgers.Ledger
+    ) -> Op[tuple[R, Any, Hold]]:
+        """Hold the price, write the intent, send; the answer read as a resource, the answer, the hold.
+
+        A refused start drops its intent and hold (nothing was charged). A start that got no answer
+        after every retry, or an answer ``parse`` refuses, keeps both and raises
+        :class:`StartUncertain`: it may have been charged, and sending it again with its key resumes
+        it at no cost. A start the ledger already held is sent too (the answer is the same resource)
+        but its intent is left to whoever wrote it.
+        """
+        core, key = self.core, found.key
+        hold = None
+        if core.budget.limit is not None:
+            hold = core.budget.hold(price if price is not None else 0, start.what)
+        try:
+            ours: bool = yield Record(
+                partial(
+                    book.intent,
+                    key,
+                    core.where,
+                    kind=start.kind,
+                    via=ledgers.current_via(),
+                    model_id=start.model_id,
+                    input=start.asked,
+                    ask=found.ask,
+                    variation=found.variation,
+                    credits=price or 0,
+                    credits_known=False,
+                    replaces=found.entry.resource_id if found.entry is not None else None,
+                )
+            )
+        except ledgers.LedgerError:
+            core.budget.release(hold)
+            raise
+        try:
+            answer = yield from core.send(start.request(key))
+            resource = start.parse(answer)  # an answer without a usable id is no answer: still uncertain
+        except (errors.ConnectionFailed, errors.ServerError, errors.ServiceResponseError) as exc:
+            if isinstance(exc, errors.ConnectionFailed) and not exc.sent:  # never left this machine
+                core.budget.release(hold)
+                if ours:
+                    yield Record(partial(book.refused, key, core.where))
+                raise
+            if ours:
+                yield Record(partial(book.unanswered, key, core.where, str(exc)))
+            cost = f"up to {price} credits" if price is not None else "its price"
+            unusable = isinstance(exc, errors.ServiceResponseError)
+            raise errors.StartUncertain(
+                f"{start.what}: no {'usable ' if unusable else ''}answer to the start ({exc.message}); the "
+                f"service may have started it and charged {cost}. Running the same start again resumes it "
+                "at no cost",
+                key=key,
+                credits=price,
+            ) from (exc if unusable else None)
+        except errors.MediagenError:
+            core.budget.release(hold)
+            if ours:
+                yield Record(partial(book.refused, key, core.where))
+            raise
+        # Anything else (a Ctrl-C, a cancelled task) leaves the intent and the hold: it may have started.
+        if not ours:
+            core.budget.release(hold)
+        return resource, answer, Hold(hold if ours else None, ours)
+
+    def _record(
+        self, key: str, hold: Hold, book: ledgers.Ledger, resource_id: str, seen: Recorded
+    ) -> Op[None]:
+        """The start's answer: its id and charge, into the budget (when the start is ours) and the ledger.
+
+        It was charged whatever the ledger does now: a failing write is said once and the answer is
+        returned (the intent, written before sending, lets a re-run find it by its key at no charge).
+        """
+        core = self.core
+        if hold.ours:
+            core.budget.charge(hold.budget, f"{core.where.instance}/{resource_id}", seen.credits)
+        core.track(resource_id, book)
+        try:
+            yield Record(
+                partial(
+                    book.started,
+                    key,
+                    core.where,
+                    resource_id,
+                    seen.status,
+                    seen.credits,
+                    credits_known=seen.credits_known,
+                    resource=seen.resource,
+                )
+            )
+        except ledgers.LedgerError as exc:
+            core.ledger_failed(exc, "a re-run finds what was started by its Idempotency-Key, at no charge")

@@ -1,0 +1,76 @@
+"""Small things several test modules need: a WAV of quiet sound, a free loopback port, an S3 server, and
+``mediagen`` run in a process of its own with a newcomer's environment.
+
+Importable from any test module (``from _shared import wav``), as ``_hostile.py`` is.
+"""
+
+import io
+import os
+import socket
+import subprocess
+import sys
+import wave
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+def wav(seconds: float) -> bytes:
+    """A real WAV file of ``seconds`` of quiet sound (8 kHz, mono, 16-bit): media any length meter reads."""
+    out = io.BytesIO()
+    with wave.open(out, "wb") as sound:
+        sound.setnchannels(1)
+        sound.setsampwidth(2)
+        sound.setframerate(8000)
+        sound.writeframes(b"\x01\x00" * int(8000 * seconds))
+    return out.getvalue()
+
+
+def unused_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def environment(**settings: str) -> dict[str, str]:
+    """This process's environment without any ``MEDIAGEN_`` variable (a newcomer's), with ``settings``."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("MEDIAGEN_")}, **settings}
+
+
+def run_mediagen(
+    *argv: str, env: dict[str, str], cwd: Path, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``mediagen ARGV`` in a process of its own; a Python traceback in what it printed fails the test."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mediagen_nb.cli", *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert "Traceback" not in done.stdout + done.stderr, done.stderr
+    return done
+
+
+@contextmanager
+def moto_s3() -> Iterator[str]:
+    """A real S3-compatible server (moto) on a free loopback port, with no bucket: its endpoint URL.
+
+    The test is skipped when moto's server or s3fs is not installed. Where local files go is reset after.
+    """
+    server_mode = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    pytest.importorskip("s3fs", reason="s3fs is not installed")
+    from mediagen_nb.client import uploads
+
+    port = unused_port()
+    server = server_mode.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        uploads.uploads(None)
+        server.stop()
