@@ -265,12 +265,15 @@ def test_a_refusal_is_one_json_document_exit_2_and_charges_nothing(
 
 
 def test_work_that_failed_is_one_json_document_exit_1(sandbox: Sandbox, tmp_path: Path) -> None:
-    httpx.post(f"{sandbox.base_url}{path('sandbox_faults')}", json={"modelScript": ["hang"]}, timeout=10)
-    started = mediagen(
-        sandbox, tmp_path, "generate", "flare-1-swift", "prompt=a stuck kite", "--no-wait", "--json"
-    )
-    stuck = json.loads(started.stdout)["id"]
-    waited = mediagen(sandbox, tmp_path, "wait", stuck, "--timeout", "1", "--json")
+    # A hung generation ends at its time limit, 15 simulated minutes: 1.5 s at this module's x600, less
+    # than two commands take to start; at x60 it outlasts them by far.
+    with Sandbox(SandboxConfig(time_scale=60, seed=2)) as slow:
+        httpx.post(f"{slow.base_url}{path('sandbox_faults')}", json={"modelScript": ["hang"]}, timeout=10)
+        started = mediagen(
+            slow, tmp_path, "generate", "flare-1-swift", "prompt=a stuck kite", "--no-wait", "--json"
+        )
+        stuck = json.loads(started.stdout)["id"]
+        waited = mediagen(slow, tmp_path, "wait", stuck, "--timeout", "1", "--json")
     assert f"it goes on: `mediagen wait {stuck}`" in failure(waited, "WaitTimeout", 1)
     (tmp_path / "a-file").write_text("not a folder")
     done = json.loads(
