@@ -135,7 +135,7 @@ class Replication:
         data = yield from self.core.send(
             Call("POST", "blueprint", params={"id": checked_id(analysis_id, "analysis")})
         )
-        return BlueprintBuild.from_api(data)
+        return BlueprintBuild.from_api(data, self.core.spelling.names)
 
     def wait_analysis(
         self,

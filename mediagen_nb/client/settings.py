@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from mediagen_nb.client.errors import ConfigurationError
-from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
+from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
 
 __all__ = [
     "ENV_ACCOUNT",
@@ -22,6 +22,7 @@ __all__ = [
     "ENV_PREVIEW",
     "ENV_TIME_SCALE",
     "ENV_UPLOAD_URL",
+    "ENV_WIRE",
 ]
 
 ENV_ACCOUNT = "MEDIAGEN_ACCOUNT"  # names the account of the keys, for its shared start limit
@@ -106,6 +107,11 @@ def preview() -> str:
 def hub_prefix() -> str | None:
     """The Jupyter server's path on JupyterHub and Binder (``/user/name/``), or None elsewhere."""
     return _text(HUB_PREFIX)
+
+
+def wire_path() -> str | None:
+    """``MEDIAGEN_WIRE``: a names file with the service's spelling of the names the spec does not show."""
+    return _text(ENV_WIRE)
 
 
 def upload_url() -> str | None:

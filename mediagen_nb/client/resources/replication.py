@@ -12,6 +12,7 @@ from mediagen_nb.client.resources.fields import (
     OBJECT,
     RUN_FIELDS,
     Shown,
+    blueprint_build_fields,
     expect,
     parse,
     short,
@@ -133,8 +134,8 @@ class BlueprintBuild(Shown):
     _headline = ("started", "reason")
 
     @classmethod
-    def from_api(cls, data: Mapping[str, Any]) -> "BlueprintBuild":
-        return parse(cls, data, {"started": wire.BLUEPRINT_STARTED, "reason": wire.BLUEPRINT_REASON})
+    def from_api(cls, data: Mapping[str, Any], names: wire.Names = wire.DEFAULT) -> "BlueprintBuild":
+        return parse(cls, data, blueprint_build_fields(names), required=("started",))
 
 
 @dataclass(frozen=True, repr=False)
