@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE
+from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -43,6 +43,14 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="keep its state (accounts, generations, ledger, clock ...), uploads and media in this folder, "
         "and go on from the state saved there (default: in memory)",
+    )
+    p.add_argument(
+        "--wire",
+        type=Path,
+        default=None,
+        metavar="NAMES.toml",
+        help="spell the names the spec does not show as this names file says (the format MEDIAGEN_WIRE "
+        "reads; default: ours)",
     )
     return p
 
@@ -123,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.time_scale <= 0:
         parser().error("--time-scale must be positive")
+    from mediagen_nb.protocol.wire import WireError
     from mediagen_nb.sandbox import Sandbox
     from mediagen_nb.sandbox.state import StateError
 
@@ -133,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             allow_private_webhooks=args.allow_private_webhooks,
             deliver_public_webhooks=args.deliver_public_webhooks,
             data_dir=args.data_dir,
+            wire=args.wire,
         )
-    except StateError as exc:
+    except (StateError, WireError) as exc:
         print(f"mediagen sandbox: {exc}", file=sys.stderr)
         return 1
     sandbox.start(port=args.port, host=args.host)
@@ -148,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     notes = {
         ENV_KEY: "the sandbox's demo key, 3,000 credits",
         ENV_TIME_SCALE: "so clients pace themselves to this clock",
+        ENV_WIRE: "the names this sandbox spells as the file says",
     }
     for name, value in sandbox.client_env().items():
         print(f"  export {name}={value}" + (f"   # {notes[name]}" if name in notes else ""))

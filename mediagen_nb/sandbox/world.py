@@ -12,6 +12,7 @@ from typing import Any
 
 from mediagen_nb.protocol import limits
 from mediagen_nb.protocol.paths import PATHS, path
+from mediagen_nb.protocol.wire import DEFAULT, Names
 from mediagen_nb.sandbox.accounts import Accounts
 from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
@@ -40,6 +41,8 @@ class SandboxConfig:
     # rendered media; None keeps it in memory.
     data_dir: Path | None = None
     webhook_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    # How its answers and bodies spell the names the spec does not show (``mediagen sandbox --wire``).
+    wire: Names = DEFAULT
 
 
 class World:
@@ -56,6 +59,7 @@ class World:
         from mediagen_nb.sandbox.topic_video.backend import TopicVideoBackend
 
         self.config = config
+        self.wire = config.wire
         self.clock = Clock(config.time_scale)
         self.media = MediaStore(config.data_dir)
         self.uploads = Uploads(config.data_dir)

@@ -2,7 +2,7 @@
 
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from mediagen_nb.protocol import messages, wire
+from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.catalog import BY_ID, MODELS
 from mediagen_nb.sandbox.catalog.documents import llms_text, openapi_document
 from mediagen_nb.sandbox.catalog.records import example_record, record
@@ -12,7 +12,8 @@ from mediagen_nb.sandbox.responses import not_found, ok
 
 async def models(incoming: Incoming) -> Response:
     """GET /v1/models."""
-    return ok({wire.MODELS_LIST: [record(m, incoming.base_url) for m in MODELS]})
+    names = incoming.world.wire
+    return ok({names.models_list: [record(m, incoming.base_url, names) for m in MODELS]})
 
 
 async def model(incoming: Incoming) -> Response:
@@ -20,7 +21,7 @@ async def model(incoming: Incoming) -> Response:
     found = BY_ID.get(incoming.path("id"))
     if found is None:
         raise not_found(messages.model_not_found(BY_ID))
-    body = record(found, incoming.base_url)
+    body = record(found, incoming.base_url, incoming.world.wire)
     example = example_record(found, incoming.base_url)
     if example is not None:
         body["example"] = example

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from mediagen_nb.protocol import limits, messages, schema, states, wire
+from mediagen_nb.protocol import limits, messages, schema, states
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, lifecycle, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
@@ -199,6 +199,7 @@ class ReplicationBackend:
     def build(self, caller: Caller, analysis_id: str) -> dict[str, Any]:
         """``POST .../blueprint``: start writing the clip prompts of a shot-list-only analysis."""
         analysis = self.analysis(caller, analysis_id)
+        names = self.world.wire
         reason = None
         if analysis.status == states.ANALYZING:
             reason = messages.BLUEPRINT_ANALYZING
@@ -209,13 +210,13 @@ class ReplicationBackend:
         elif not analysis.shot_list_only:
             reason = messages.BLUEPRINT_BUILT
         if reason is not None:
-            return {wire.BLUEPRINT_STARTED: False, wire.BLUEPRINT_REASON: reason}
+            return {names.blueprint_started: False, names.blueprint_reason: reason}
         assert analysis.blueprint is not None  # a ready analysis has its shot list
         build_seconds = BLUEPRINT_BASE_SECONDS + BLUEPRINT_PER_CLIP * len(analysis.blueprint["clips"])
         analysis.build_at = self.world.clock.now() + build_seconds
         self.unsaved_analyses.add(analysis.id)
         self.world.schedule(build_seconds, lambda: self.settle(analysis))
-        return {wire.BLUEPRINT_STARTED: True}
+        return {names.blueprint_started: True}
 
     # --- runs
 
