@@ -194,6 +194,7 @@ async def test_blueprint_rows(h: Harness) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_shot_list_only_analysis_builds_its_blueprint(h: Harness) -> None:
     """A "shots" link is ready with a shot list only; wait_analysis asks for the blueprint once and waits."""
     started = await h.call("analyze", SHOTS)
@@ -300,6 +301,7 @@ async def test_replicate_with_every_field_until_done(h: Harness, audio: str) -> 
 
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_replicate_with_defaults(h: Harness) -> None:
     """No options: an empty body; the service's defaults (seedance-2-fast-i2v, medium) are reported."""
     ready = await ready_analysis(h)
@@ -386,6 +388,7 @@ async def test_wait_analysis_and_replication_timeouts(h: Harness) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_make_video_with_every_option_until_done(h: Harness) -> None:
     """A 30 s karaoke video by a pixar woman with Nova's voice, no captions, no music: done with a URL."""
     options = {
@@ -402,9 +405,10 @@ async def test_make_video_with_every_option_until_done(h: Harness) -> None:
 
     (_, _, _, body), *more = h.traffic.to("POST", path("job_start"))
     assert more == []
-    assert body[wire.JOB_TOPIC] == "why cats purr" and body[wire.JOB_WEBHOOK] == WEBHOOK
-    assert {k: body[getattr(wire, "JOB_" + k.upper())] for k in options} == options
-    assert body[wire.JOB_IDEMPOTENCY]  # the client always sends one, in the body
+    names = h.sandbox.config.wire  # the body in the service's spelling
+    assert body[names.job_topic] == "why cats purr" and body[names.job_webhook] == WEBHOOK
+    assert {k: body[getattr(names, "job_" + k)] for k in options} == options
+    assert body[names.job_idempotency]  # the client always sends one, in the body
 
     seen, on_update = collector()
     done = await h.call("wait_job", job, poll=POLL, timeout=WAIT, on_update=on_update)
@@ -440,6 +444,7 @@ async def test_make_video_idempotency_key_returns_the_same_job(h: Harness) -> No
 
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_video_options(h: Harness) -> None:
     """Voices by gender, looks, edit styles and the 20 to 180 s bounds."""
     options = await h.call("video_options")

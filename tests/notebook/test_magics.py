@@ -97,6 +97,7 @@ def test_unknown_name_is_an_error_and_nothing_is_sent(nb: Notebook) -> None:
     assert nb.sent("run") == [] and nb.sent("estimate") == []
 
 
+@pytest.mark.spellings
 def test_line_form_builds_a_three_step_chain(nb: Notebook) -> None:
     """Face, cloned voice, lip-sync; the last step has no text input, so it uses the line form."""
     nb.ns["voice"] = f"{nb.sandbox.base_url}/_sandbox/samples/voice.wav"
@@ -151,6 +152,7 @@ def test_bad_output_name_is_refused_before_anything_is_charged(nb: Notebook) -> 
     assert nb.sent("run") == [] and nb.balance() == before
 
 
+@pytest.mark.spellings
 def test_estimate_shows_the_price_and_runs_nothing(nb: Notebook) -> None:
     before = nb.balance()
     price = nb.ok("%%generate gpt-image-2 --quality high --estimate -o price\na cat's portrait")
@@ -366,6 +368,7 @@ def test_replicate_estimate_pays_nothing_then_analyze_once_and_reuse(
     assert len(nb.sent("analyze")) == 1 and [e["resource"] for e in nb.charges()].count("analysis") == 1
 
 
+@pytest.mark.spellings
 def test_replicate_renders_with_the_options_given(nb: Notebook) -> None:
     run = nb.ok(
         f"%replicate {TIKTOK} --clips 0 --quality low --accuracy exact --captions --audio original "
@@ -399,6 +402,7 @@ def test_replicate_checks_every_option_before_it_pays(nb: Notebook) -> None:
     assert nb.sent("replicate") == [] and [e["resource"] for e in nb.charges()] == ["analysis"]
 
 
+@pytest.mark.spellings
 def test_make_video_then_reedit(nb: Notebook) -> None:
     topic = 'Why cats\' whiskers {matter}: a "quick" guide'
     job = nb.ok(f"%%make_video --seconds 20 --gender woman --look pixar --no-music -o job\n{topic}\n")
@@ -421,6 +425,7 @@ def test_make_video_then_reedit(nb: Notebook) -> None:
 # -- %mediagen ------------------------------------------------------------------------------------
 
 
+@pytest.mark.spellings
 def test_models_model_history_and_usage(nb: Notebook) -> None:
     table = nb.ok("%mediagen models --kind audio zonos")
     assert isinstance(table, ModelTable) and [m.id for m in table.models] == ["zonos2"]
