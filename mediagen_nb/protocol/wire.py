@@ -20,7 +20,7 @@ A names file has one table per answer or body, each key the toolkit's word for a
 import json
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -268,22 +268,21 @@ def _distinct(names: Names, where: str) -> None:
             spelled[name] = key
 
 
-def dump(names: Names, only: frozenset[str] | None = None) -> str:
-    """``names`` as a names file (every name, or those in ``only``), for :func:`load` to read back."""
-    lines: list[str] = []
-    for table, attrs in TABLES.items():
-        chosen = [(attr, key) for attr, key in attrs.items() if only is None or attr in only]
-        if chosen:
-            lines.append(f"[{table}]")
-            lines += [f"{key} = {json.dumps(getattr(names, attr))}" for attr, key in chosen]
-            lines.append("")
+def tables(names: Names, only: frozenset[str] | None = None) -> dict[str, dict[str, str]]:
+    """``names`` as a names file's tables (every name, or the attributes in ``only``): what :func:`parse`
+    reads back."""
+    found = {
+        table: {key: getattr(names, attr) for attr, key in attrs.items() if only is None or attr in only}
+        for table, attrs in TABLES.items()
+    }
     if only is None or "pricing_types" in only:
-        lines.append(f"[{PRICING_TABLE}]")
-        lines += [f"{ours} = {json.dumps(theirs)}" for ours, theirs in names.pricing_types.items()]
-        lines.append("")
+        found[PRICING_TABLE] = dict(names.pricing_types)
+    return {table: keys for table, keys in found.items() if keys}
+
+
+def dump(names: Names, only: frozenset[str] | None = None) -> str:
+    """``names`` as a names file (every name, or the attributes in ``only``), for :func:`load`."""
+    lines: list[str] = []
+    for table, keys in tables(names, only).items():
+        lines += [f"[{table}]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items()), ""]
     return "\n".join(lines)
-
-
-def names_differ(a: Names, b: Names) -> list[str]:
-    """The attributes whose spelling differs between two spellings."""
-    return [f.name for f in fields(Names) if getattr(a, f.name) != getattr(b, f.name)]

@@ -45,7 +45,8 @@ class Sandbox:
 
     ``data_dir=`` keeps its state in that folder (it goes on from a state saved there; :meth:`close`
     lets another sandbox use the folder); without one it lives in memory. ``wire=`` (a names file, or
-    :class:`~mediagen_nb.protocol.wire.Names`) spells the names the spec does not show otherwise.
+    :class:`~mediagen_nb.protocol.wire.Names`) spells the names the spec does not show otherwise;
+    ``catalog=`` serves a snapshot folder of a service's catalog (``mediagen sandbox sync``).
     """
 
     def __init__(self, config: SandboxConfig | None = None, **options: Any) -> None:
@@ -59,6 +60,8 @@ class Sandbox:
             options["wire"] = wire.load(self.wire_file)[0]
         elif options.get("wire") is None:
             options.pop("wire", None)
+        if isinstance(options.get("catalog"), str):
+            options["catalog"] = Path(options["catalog"])
         self.config = config or SandboxConfig(**options)
         self.app = create_app(self.config)
         self.world: World = self.app.state.world

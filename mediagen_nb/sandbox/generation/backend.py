@@ -79,11 +79,11 @@ class Generation:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], caller: Caller) -> "Generation":
+    def from_dict(cls, data: dict[str, Any], caller: Caller, models: catalog.Catalog) -> "Generation":
         gen = cls(
             id=data["id"],
             caller=caller,
-            model=catalog.BY_ID[data["modelId"]],
+            model=models.spec(data["modelId"]),
             input=data["input"],
             credits=data["credits"],
             created_at=data["createdAt"],
@@ -114,11 +114,11 @@ class Priced:
     assumed: bool = False  # an estimate priced the spec's 30 s: the file's length could not be read
 
 
-def find_model(model_id: Any) -> catalog.ModelSpec:
+def find_model(models: catalog.Catalog, model_id: Any) -> catalog.ModelSpec:
     """Check 2: the model id is in the public catalog."""
-    model = catalog.BY_ID.get(model_id) if isinstance(model_id, str) else None
+    model = models.by_id.get(model_id) if isinstance(model_id, str) else None
     if model is None:
-        raise bad_request(messages.unknown_model(str(model_id or ""), catalog.BY_ID))
+        raise bad_request(messages.unknown_model(str(model_id or ""), models.by_id))
     return model
 
 
@@ -148,7 +148,7 @@ class GenerationBackend:
         self, model_id: Any, values: Any, webhook: Any, *, estimate: bool
     ) -> tuple[catalog.ModelSpec, dict[str, Any]]:
         """Check 2 (model in the catalog) and check 3 (webhook, then ``input`` an object)."""
-        model = find_model(model_id)
+        model = find_model(self.world.catalog, model_id)
         if webhook is not None and not estimate:
             await self.world.outbox.check(webhook)
         if not isinstance(values, dict):

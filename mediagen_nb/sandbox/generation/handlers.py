@@ -50,13 +50,14 @@ async def estimate(incoming: Incoming) -> Response:
     """POST /v1/estimate: the price a run of the same body would charge; never charges."""
     body = await incoming.json()
     priced = await incoming.world.generations.estimate(body.get("modelId"), body.get("input"))
-    names = incoming.world.wire
+    names, flagged = incoming.world.wire, incoming.world.catalog.flagged.get(priced.model.id)
+    billing = pricing.billing_text(priced.model, priced.values, priced.media_seconds, assumed=priced.assumed)
+    if flagged is not None:  # a snapshot's model whose price rule the sandbox could not know
+        billing += f"; the sandbox approximates this price: {flagged}"
     return ok(
         {
             names.estimate_model: priced.model.id,
             names.estimate_credits: priced.credits,
-            names.estimate_billing: pricing.billing_text(
-                priced.model, priced.values, priced.media_seconds, assumed=priced.assumed
-            ),
+            names.estimate_billing: billing,
         }
     )

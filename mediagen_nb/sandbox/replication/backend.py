@@ -232,7 +232,7 @@ class ReplicationBackend:
     ) -> tuple[Run, bool]:
         """``POST .../replicate``: body rules, the Idempotency-Key, then readiness, clips, cap, balance."""
         analysis = self.analysis(caller, analysis_id)
-        request = run_request(body)
+        request = run_request(body, self.world.catalog)
         if request.webhook is not None:
             await self.world.outbox.check(request.webhook)
 
