@@ -20,7 +20,7 @@ from IPython.core.completer import provisionalcompleter
 from IPython.core.displaypub import CapturingDisplayPublisher
 
 from mediagen_nb.client import Estimate, Generation, Model, ReplicationRun, ShortVideoJob, settings
-from mediagen_nb.notebook.live import Live
+from mediagen_nb.notebook.live import Live, describe
 from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol.paths import PATHS
@@ -379,6 +379,23 @@ def test_replicate_renders_with_the_options_given(nb: Notebook) -> None:
     assert (sent.quality, sent.accuracy, sent.captions) == ("low", "exact", True)
     assert sent.audio == {"mode": "original"} and sent.marketing_aspect == "16:9"
     assert run.total_clips == 1 and run.output_video_url
+    # The marketing cuts come after done: %replicate waited for them (MEDIAGEN_MARKETING_WAIT bounds it).
+    assert run.marketing_video_url and run.marketing_video_url_169 and not run.marketing_coming
+
+
+def test_a_replica_whose_marketing_cuts_are_coming_says_so() -> None:
+    """Returned at done without its cuts (the wait was 0 or ran out), the run's status line says so."""
+    run = ReplicationRun.from_api({"id": "r1", "status": "done", "totalClips": 1, "doneClips": 1})
+    assert run.marketing_coming and describe(run).startswith("done; marketing cuts still coming")
+    arrived = ReplicationRun.from_api(
+        {
+            "id": "r1",
+            "status": "done",
+            "marketingVideoUrl": "https://x/m.mp4",
+            "marketingVideoUrl169": "https://x/w.mp4",
+        }
+    )
+    assert not arrived.marketing_coming and describe(arrived) == "done"
 
 
 def test_replicate_checks_every_option_before_it_pays(nb: Notebook) -> None:
