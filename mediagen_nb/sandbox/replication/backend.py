@@ -31,6 +31,7 @@ from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, lifecycle, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec
+from mediagen_nb.sandbox.media.vector import NotDrawable
 from mediagen_nb.sandbox.replication.blueprint import TITLES, build_blueprint
 from mediagen_nb.sandbox.replication.links import Source, classify, probe, words
 from mediagen_nb.sandbox.replication.resources import Analysis, Run, RunRequest, run_request
@@ -256,6 +257,8 @@ class ReplicationBackend:
             raise bad_request(messages.CLIP_OUT_OF_RANGE)
         if request.audio is not None and request.audio["mode"] == "upload":
             await self._check_track(request.audio["url"])
+        if request.character_image is not None:
+            await self._see_character(request.character_image)
         groups = pack(clips, selected, request.accuracy, request.model.id in MULTI_SHOT_MODELS)
         takes = [self._take(request, g, clips[g[-1]]["end"] - clips[g[0]]["start"]) for g in groups]
         image = request.character_image
@@ -303,6 +306,17 @@ class ReplicationBackend:
             await fetch.download(url, self.world.own_file)
         except fetch.Unreachable:
             raise bad_request(messages.media_not_reachable("audio")) from None
+
+    async def _see_character(self, url: str) -> None:
+        """The character image as the models see it: an SVG drawn as PNG (the spec's rule for image
+        links); one that cannot be drawn is refused before any charge. One the sandbox cannot download
+        counts as seen (it runs offline; the spec checks only moderation here)."""
+        try:
+            await fetch.image(url, self.world.own_file)
+        except fetch.Unreachable:
+            pass
+        except NotDrawable as exc:
+            raise bad_request(messages.image_unreadable("characterImage", exc.looks_like)) from None
 
     @staticmethod
     def _take(request: RunRequest, clips: list[int], seconds: float) -> Take:
