@@ -14,6 +14,7 @@ APPS = {
     "sandbox": "serve the emulator of the service, or manage the kept one (status, stop, reset)",
     "demo": "the main job: a sweep and the three-step chain, on the embedded sandbox",
     "sweep": "run a spreadsheet of inputs through a model",
+    "doctor": "check the configured service with free calls (--paid N --max-credits C also runs some)",
 }
 COMMAND_HELP = {
     **{name: text for name, (_, text) in COMMANDS.items()},
@@ -78,6 +79,8 @@ def run(command: str, rest: list[str]) -> int:
         from mediagen_nb.demo import main as demo
 
         return demo(rest)
+    if command == "doctor":
+        return doctor(rest)
     if command == "completion":
         if rest != ["bash"]:
             print("mediagen completion: only bash is supported: mediagen completion bash", file=sys.stderr)
@@ -85,6 +88,13 @@ def run(command: str, rest: list[str]) -> int:
         print(COMPLETION % " ".join([*APPS, *COMMAND_HELP]))
         return 0
     return one_shot(command, rest)
+
+
+def doctor(rest: list[str]) -> int:
+    """``mediagen doctor``: the configured service checked against what the client expects."""
+    from mediagen_nb.doctor import main as examine
+
+    return examine(rest)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _spellings import SPELLINGS, names_file
 
 from mediagen_nb.client import connection, settings
 from mediagen_nb.client.context import PROCESS
+from mediagen_nb.protocol import wire
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, kept
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
@@ -31,15 +33,36 @@ os.environ["XDG_CACHE_HOME"] = str(SESSION_HOME / ".cache")
 os.environ[settings.ENV_LIMITS_URL] = str(Path(tempfile.mkdtemp(prefix="mediagen-limits-")) / "limits.sqlite")
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``spellings`` runs against the sandbox in our spelling and in another
+    (``tests/_spellings.py``), its clients told by ``MEDIAGEN_WIRE``."""
+    if metafunc.definition.get_closest_marker("spellings"):
+        if "spelling" not in metafunc.fixturenames:  # fixtures that ask for their sandbox by name
+            metafunc.fixturenames.append("spelling")
+        metafunc.parametrize("spelling", list(SPELLINGS), indirect=True)
+
+
+@pytest.fixture
+def spelling(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> wire.Names:
+    """How the test's sandboxes spell the names the spec does not show: ours, unless the test is marked
+    ``spellings``; for another spelling, ``MEDIAGEN_WIRE`` names a names file of it."""
+    names = SPELLINGS[getattr(request, "param", "ours")]
+    if names != wire.DEFAULT:
+        monkeypatch.setenv(settings.ENV_WIRE, str(names_file(tmp_path_factory.mktemp("wire"), names)))
+    return names
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
 
 
 @pytest.fixture
-def sandbox() -> Sandbox:
+def sandbox(spelling: wire.Names) -> Sandbox:
     """An in-process sandbox, fast clock, loopback webhooks allowed."""
-    return Sandbox(SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True))
+    return Sandbox(SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True, wire=spelling))
 
 
 @pytest.fixture
@@ -55,9 +78,10 @@ async def api(sandbox: Sandbox) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-def served() -> Iterator[Sandbox]:
+def served(spelling: wire.Names) -> Iterator[Sandbox]:
     """A sandbox served by uvicorn on 127.0.0.1 (for tests that need a real socket)."""
-    with Sandbox(SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True)) as sandbox:
+    config = SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True, wire=spelling)
+    with Sandbox(config) as sandbox:
         yield sandbox
 
 

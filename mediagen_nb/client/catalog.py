@@ -18,7 +18,7 @@ from mediagen_nb.client.core import Core
 from mediagen_nb.client.media import extension as media_ext
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.steps import CATALOG, Call, Op, Record, records_here
-from mediagen_nb.protocol import messages, schema, wire
+from mediagen_nb.protocol import messages, schema
 from mediagen_nb.protocol.limits import LENGTH_BILLED_EXTENSIONS
 
 KINDS = ("image", "video", "audio")  # a model's output kind
@@ -75,18 +75,30 @@ class Catalog:
         self._details: dict[str, Model] = {}  # one model's record (with ``example``), by id
 
     def models(self, refresh: bool = False) -> Op[list[Model]]:
-        """Every catalog model (cached per client; ``refresh=True`` reads it again)."""
+        """Every catalog model (cached per client; ``refresh=True`` reads it again).
+
+        An answer without the list, or a record without its id, output kind or listed cost, is a
+        ServiceResponseError naming the field (never an empty or a free catalog); the names the spec
+        does not show are learned from the answer where only one member can be meant (said once).
+        """
         if self._models is None or refresh:
             data = yield from self.core.send(Call("GET", "models", CATALOG))
-            records = data.get(wire.MODELS_LIST, []) if isinstance(data, Mapping) else data
-            self._models = {m.id: m for m in (Model.from_api(r) for r in records)}
+            spelling = self.core.spelling
+            records = spelling.model_records(data)
+            self._models = {m.id: m for m in (Model.from_api(r, spelling.names) for r in records)}
         return list(self._models.values())
 
     def model(self, model_id: str, refresh: bool = False) -> Op[Model]:
         """One catalog model, with ``example`` when the service has one (cached per client)."""
         if model_id not in self._details or refresh:
             data = yield from self.core.send(Call("GET", "model", CATALOG, params={"id": model_id}))
-            self._details[model_id] = Model.from_api(data)
+            try:
+                self._details[model_id] = Model.from_api(data, self.core.spelling.names)
+            except errors.ServiceResponseError:
+                if self._models is not None:
+                    raise
+                yield from self.models()  # the whole list tells how its records are spelled
+                self._details[model_id] = Model.from_api(data, self.core.spelling.names)
         return self._details[model_id]
 
     def openapi(self) -> Op[dict[str, Any]]:

@@ -93,14 +93,19 @@ class BaseClient:
         settings: Settings | None = None,
         sandbox: bool = False,
         ledger: "Ledger | str | None" = None,
+        wire: str | None = None,
     ) -> None:
         """Connect with ``api_key`` (or several keys of one account, pooled) to ``base_url``.
 
         Without either, ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL`` are read; with neither set (or
         ``sandbox=True``), the embedded sandbox is used. ``limits`` must match a time-scaled sandbox.
         Paid starts are written to ``ledger`` (a path or a Ledger; default: the user's ledger).
+        ``wire`` is a names file with the service's spelling of the names the spec does not show
+        (default ``MEDIAGEN_WIRE``).
         """
-        settings = settings or resolve(api_key, base_url, account=account, limits=limits, sandbox=sandbox)
+        settings = settings or resolve(
+            api_key, base_url, account=account, limits=limits, sandbox=sandbox, wire=wire
+        )
         self._engine = Engine(Core(settings, retry or RetryPolicy(), timeout, ledger))
 
     @property

@@ -11,7 +11,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -24,6 +24,7 @@ from mediagen_nb.client.pacing import Limits
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
 if TYPE_CHECKING:
+    from mediagen_nb.client.spelling import Spelling
     from mediagen_nb.sandbox.kept import Running
 
 CHECK_SECONDS = 2.0  # real seconds between checks that the embedded sandbox runs, and which state it holds
@@ -177,6 +178,7 @@ class Settings:
     limits: Limits
     sandbox: bool  # the embedded sandbox (the user's kept one)
     embedded: Embedded | None = None  # that sandbox, when ``sandbox``
+    spelling: "Spelling" = field(default_factory=lambda: _spelling(None))  # names the spec does not show
 
     @property
     def where(self) -> Where:
@@ -194,6 +196,13 @@ class Settings:
     def service_name(self) -> str:
         """Where this connection goes, for banners: ``the embedded sandbox`` or the host."""
         return "the embedded sandbox" if self.sandbox else (urlsplit(self.base_url).netloc or self.base_url)
+
+
+def _spelling(names_file: str | None) -> "Spelling":
+    """The spelling of a names file, or ours (imported here: the spelling reads the resources)."""
+    from mediagen_nb.client.spelling import from_file
+
+    return from_file(names_file)
 
 
 _embedded_lock = threading.Lock()
@@ -226,10 +235,12 @@ def resolve(
     account: str | None = None,
     limits: Limits | None = None,
     sandbox: bool = False,
+    wire: str | None = None,
 ) -> Settings:
     """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox.
 
-    ``sandbox=True`` uses the embedded sandbox whatever the environment says.
+    ``sandbox=True`` uses the embedded sandbox whatever the environment says. ``wire`` is a names file
+    (else ``MEDIAGEN_WIRE``; the embedded sandbox speaks ours).
     """
     if not sandbox:
         api_key = api_key if api_key is not None else settings.api_key()
@@ -258,4 +269,5 @@ def resolve(
         limits = Limits(time_scale=settings.time_scale() or settings.SERVICE_TIME_SCALE)
     # Keys named as one account share its start limit in every process; else the keys given are one.
     account = account or settings.account() or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
-    return Settings(base_url.rstrip("/"), keys, account, limits, sandbox, embedded)
+    spelling = _spelling(None if embedded is not None else wire or settings.wire_path())
+    return Settings(base_url.rstrip("/"), keys, account, limits, sandbox, embedded, spelling)

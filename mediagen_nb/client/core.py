@@ -23,6 +23,7 @@ from mediagen_nb.client.checks import header_value
 from mediagen_nb.client.config import BearerAuth, Settings, Where, normalize_url, on_this_machine
 from mediagen_nb.client.limits_store import Booking, Window, scope_of
 from mediagen_nb.client.retry import RetryPolicy
+from mediagen_nb.client.spelling import Spelling
 from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.spending import session as session_budget
 from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
@@ -72,6 +73,11 @@ class Core:
     @property
     def where(self) -> Where:
         return self.settings.where
+
+    @property
+    def spelling(self) -> Spelling:
+        """How this client spells the names the spec does not show (set, or learned from answers)."""
+        return self.settings.spelling
 
     def sandbox_url(self) -> str | None:
         """The base URL of a sandbox (embedded, or served on this machine) to upload local files to and

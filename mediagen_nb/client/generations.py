@@ -67,7 +67,10 @@ class Generations:
         data = yield from self.core.send(
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
-        estimate = Estimate.from_api(data)
+        spelling = self.core.spelling
+        estimate = Estimate.from_api(spelling.estimate_data(data, model_id), spelling.names)
+        if estimate.model_id is None:
+            estimate = replace(estimate, model_id=model_id)
         return (
             estimate
             if measured is None or model is None

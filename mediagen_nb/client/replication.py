@@ -4,7 +4,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from mediagen_nb.client import errors
+from mediagen_nb.client import errors, settings
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
@@ -135,7 +135,7 @@ class Replication:
         data = yield from self.core.send(
             Call("POST", "blueprint", params={"id": checked_id(analysis_id, "analysis")})
         )
-        return BlueprintBuild.from_api(data)
+        return BlueprintBuild.from_api(data, self.core.spelling.names)
 
     def wait_analysis(
         self,
@@ -287,13 +287,28 @@ class Replication:
         *,
         poll: float = POLL_SECONDS,
         timeout: float | None = None,
+        marketing: float | None = None,
         on_update: Callable[[ReplicationRun], None] | None = None,
     ) -> Op[ReplicationRun]:
-        """Poll until the run is done or failed."""
+        """Poll until the run is done or failed; a done run's marketing cuts, which arrive after it,
+        are waited for ``marketing`` service seconds more (default ``MEDIAGEN_MARKETING_WAIT``, 60; 0:
+        not at all). A run returned without them says so (``marketing_coming``); read it again later."""
         run_id = run.id if isinstance(run, ReplicationRun) else str(run)
         reused = isinstance(run, ReplicationRun) and run.reused
+        bound = settings.marketing_wait() if marketing is None else marketing
 
         def read() -> Op[ReplicationRun]:
             return replace((yield from self.replication_run(run_id)), reused=reused)
 
-        return (yield from self.core.poll(read, lambda r: r.done, poll, timeout, on_update, f"run {run_id}"))
+        ended = yield from self.core.poll(read, lambda r: r.done, poll, timeout, on_update, f"run {run_id}")
+        if not ended.marketing_coming or bound <= 0:
+            return ended
+
+        def arrived(current: ReplicationRun) -> bool:
+            return not current.marketing_coming
+
+        try:
+            return (yield from self.core.poll(read, arrived, poll, bound, on_update, f"run {run_id}'s cuts"))
+        except errors.WaitTimeout as exc:
+            last: ReplicationRun = exc.last
+            return last  # done, and it says its cuts are still coming

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from mediagen_nb.client.errors import ConfigurationError
-from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
+from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
 
 __all__ = [
     "ENV_ACCOUNT",
@@ -19,9 +19,11 @@ __all__ = [
     "ENV_KEY",
     "ENV_LEDGER",
     "ENV_LIMITS_URL",
+    "ENV_MARKETING_WAIT",
     "ENV_PREVIEW",
     "ENV_TIME_SCALE",
     "ENV_UPLOAD_URL",
+    "ENV_WIRE",
 ]
 
 ENV_ACCOUNT = "MEDIAGEN_ACCOUNT"  # names the account of the keys, for its shared start limit
@@ -30,11 +32,13 @@ ENV_BUDGET = "MEDIAGEN_BUDGET"  # the session budget, in credits
 ENV_PREVIEW = "MEDIAGEN_PREVIEW"  # where previews load a sandbox's media from: auto, direct, proxy, inline
 ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"  # where local files go: an fsspec URL
 ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"  # where the limiters' windows are shared: a file, or Redis
+ENV_MARKETING_WAIT = "MEDIAGEN_MARKETING_WAIT"  # service seconds a replica's wait gives its marketing cuts
 HUB_PREFIX = "JUPYTERHUB_SERVICE_PREFIX"  # set by JupyterHub and Binder: the Jupyter server's path
 
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
 SERVICE_TIME_SCALE = 1.0  # a service at MEDIAGEN_BASE_URL runs in real time unless told otherwise
 PREVIEW_MODES = ("auto", "direct", "proxy", "inline")
+MARKETING_WAIT = 60.0  # the cuts "may arrive slightly after the run is done" (the sandbox: 8 s)
 
 
 def _text(name: str) -> str | None:
@@ -66,6 +70,21 @@ def time_scale() -> float | None:
     if not 0 < scale < math.inf:  # also refuses nan and inf
         raise ConfigurationError(f"{ENV_TIME_SCALE} must be a positive number, not {raw!r}")
     return scale
+
+
+def marketing_wait() -> float:
+    """``MEDIAGEN_MARKETING_WAIT``: service seconds ``wait_replication`` waits past ``done`` for the
+    marketing cuts (default 60; 0 returns at ``done``)."""
+    raw = _text(ENV_MARKETING_WAIT)
+    if raw is None:
+        return MARKETING_WAIT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < math.inf:
+        raise ConfigurationError(f"{ENV_MARKETING_WAIT} must be 0 or more seconds, not {raw!r}")
+    return seconds
 
 
 def ledger_path() -> Path:
@@ -106,6 +125,11 @@ def preview() -> str:
 def hub_prefix() -> str | None:
     """The Jupyter server's path on JupyterHub and Binder (``/user/name/``), or None elsewhere."""
     return _text(HUB_PREFIX)
+
+
+def wire_path() -> str | None:
+    """``MEDIAGEN_WIRE``: a names file with the service's spelling of the names the spec does not show."""
+    return _text(ENV_WIRE)
 
 
 def upload_url() -> str | None:

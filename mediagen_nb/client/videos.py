@@ -127,17 +127,18 @@ class Videos:
                 field="seconds",
                 sent=False,
             )
+        names = self.core.spelling.names
         asked = {
             name: value
             for name, value in {
-                wire.JOB_TOPIC: topic,
-                wire.JOB_SECONDS: seconds,
-                wire.JOB_GENDER: gender,
-                wire.JOB_LOOK: look,
-                wire.JOB_VOICE: voice,
-                wire.JOB_FLOW: flow,
-                wire.JOB_CAPTIONS: captions,
-                wire.JOB_MUSIC: music,
+                names.job_topic: topic,
+                names.job_seconds: seconds,
+                names.job_gender: gender,
+                names.job_look: look,
+                names.job_voice: voice,
+                names.job_flow: flow,
+                names.job_captions: captions,
+                names.job_music: music,
             }.items()
             if value is not None
         }
@@ -155,9 +156,9 @@ class Videos:
             return estimate.at_most
 
         def request(key: str) -> Call:
-            body = {**asked, wire.JOB_IDEMPOTENCY: key}  # in the body, as the spec says
+            body = {**asked, names.job_idempotency: key}  # in the body, as the spec says
             if webhook is not None:
-                body[wire.JOB_WEBHOOK] = webhook
+                body[names.job_webhook] = webhook
             return Call("POST", "job_start", START, body=body)
 
         return (
@@ -169,7 +170,7 @@ class Videos:
                     asked,
                     request=request,
                     parse=lambda data: ShortVideoJob.from_api(
-                        {"status": states.SCRIPTING, "topic": topic, **data}
+                        {"status": states.SCRIPTING, "topic": topic, **data}, names
                     ),
                     recorded=_held_until_it_ends,
                     read=self.job,
@@ -185,7 +186,7 @@ class Videos:
     def job(self, job_id: str) -> Op[ShortVideoJob]:
         """Read a topic-to-video job."""
         data = yield from self.core.send(Call("GET", "job", params={"id": checked_id(job_id, "job")}))
-        job = ShortVideoJob.from_api(data)
+        job = ShortVideoJob.from_api(data, self.core.spelling.names)
         # The charge is final once the job ends (a failed job is refunded in full); until then the
         # ledger and the budget keep what the start held, the most the job can spend.
         charged = (0 if job.status == states.FAILED else job.credits_used) if job.done else None
@@ -201,7 +202,8 @@ class Videos:
 
     def video_options(self) -> Op[VideoOptions]:
         """Voices by gender, looks, edit styles and length bounds."""
-        return VideoOptions.from_api((yield from self.core.send(Call("GET", "job_options"))))
+        data = yield from self.core.send(Call("GET", "job_options"))
+        return VideoOptions.from_api(data, self.core.spelling.names)
 
     def reedit(
         self, job_id: str, *, flow: str | None = None, captions: bool | None = None, music: bool | None = None
@@ -228,7 +230,9 @@ class Videos:
                     request=lambda key: Call(
                         "POST", "reedit", START, params=params, body=body, replayable=False
                     ),
-                    parse=lambda data: ShortVideoJob.from_api({"status": states.SCRIPTING, **data}),
+                    parse=lambda data: ShortVideoJob.from_api(
+                        {"status": states.SCRIPTING, **data}, self.core.spelling.names
+                    ),
                     recorded=recorded,
                     read=self.job,
                 )

@@ -49,6 +49,8 @@ def describe(item: Any) -> str:
     name = type(item).__name__
     if name == "ReplicationRun" and status == "generating":
         return f"generating clips {item.done_clips or 0}/{item.total_clips or '?'}"
+    if name == "ReplicationRun" and item.marketing_coming:
+        return "done; marketing cuts still coming (read the run again for them)"
     if name == "ShortVideoJob" and isinstance(item.progress, (int, float)):
         return f"{item.stage or status} {item.progress:.0%}"
     if (

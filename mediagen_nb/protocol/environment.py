@@ -7,3 +7,4 @@ process how to reach it (``mediagen sandbox``, ``Sandbox.client_env()``) in the 
 ENV_KEY = "MEDIAGEN_API_KEY"
 ENV_BASE_URL = "MEDIAGEN_BASE_URL"
 ENV_TIME_SCALE = "MEDIAGEN_TIME_SCALE"  # of the sandbox at MEDIAGEN_BASE_URL, or of the embedded one
+ENV_WIRE = "MEDIAGEN_WIRE"  # a names file (protocol/wire.py): how the service spells unshown names

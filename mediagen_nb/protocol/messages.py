@@ -205,6 +205,20 @@ def model_failed(model_name: str) -> str:
     return f"{MODEL_FAILED}: {model_name} could not produce an output; credits refunded"
 
 
+SEND_AN_IMAGE = "send a PNG, JPEG, WebP or GIF, or an SVG that draws"
+
+
+def image_unreadable(field: str, what: str) -> str:
+    """The sandbox's refusal of an image link its models could not read (the spec gives none)."""
+    return f"{field} cannot be read as an image: it is {what} ({SEND_AN_IMAGE})"
+
+
+def image_not_seen(model_name: str, why: str) -> str:
+    """The sandbox's words for a run whose image input its model could not read (``why``: which, and
+    what it is); the spec gives none."""
+    return f"{MODEL_FAILED}: {model_name} could not read {why} ({SEND_AN_IMAGE}); credits refunded"
+
+
 def analysis_timed_out(minutes: float) -> str:
     return f"{ANALYSIS_TIMED_OUT} after {minutes:g} minutes; credits refunded"
 

@@ -1,5 +1,6 @@
 """``python -m mediagen_nb.sandbox``: serve the sandbox on loopback and print how to reach it; ``status``,
-``stop`` and ``reset`` manage the user's kept sandbox (``kept.py``)."""
+``stop`` and ``reset`` manage the user's kept sandbox (``kept.py``); ``sync`` keeps a snapshot of a
+service's catalog (``sync.py``) that ``--catalog`` serves."""
 
 import argparse
 import json
@@ -7,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE
+from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -15,7 +16,7 @@ def parser() -> argparse.ArgumentParser:
         prog="mediagen sandbox",
         description="Serve a local emulator of the media-generation service (no key, no credits spent). "
         "`mediagen sandbox status|stop|reset [--data-dir DIR] [--json]` manage the kept sandbox that "
-        "clients with no key use.",
+        "clients with no key use; `mediagen sandbox sync URL --out DIR` keeps a service's catalog.",
         epilog="; ".join(f"{name}: {text}" for name, text in KEPT_COMMANDS.items()),
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
@@ -43,6 +44,21 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="keep its state (accounts, generations, ledger, clock ...), uploads and media in this folder, "
         "and go on from the state saved there (default: in memory)",
+    )
+    p.add_argument(
+        "--wire",
+        type=Path,
+        default=None,
+        metavar="NAMES.toml",
+        help="spell the names the spec does not show as this names file says (the format MEDIAGEN_WIRE "
+        "reads; default: ours)",
+    )
+    p.add_argument(
+        "--catalog",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="serve this snapshot of a service's catalog (`mediagen sandbox sync`; default: the bundled one)",
     )
     return p
 
@@ -120,10 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in KEPT_COMMANDS:
         return kept_main(argv[0], argv[1:])
+    if argv and argv[0] == "sync":
+        from mediagen_nb.sandbox.sync import main as sync
+
+        return sync(argv[1:])
     args = parser().parse_args(argv)
     if args.time_scale <= 0:
         parser().error("--time-scale must be positive")
+    from mediagen_nb.protocol.wire import WireError
     from mediagen_nb.sandbox import Sandbox
+    from mediagen_nb.sandbox.catalog.snapshot import SnapshotError
     from mediagen_nb.sandbox.state import StateError
 
     try:
@@ -133,8 +155,10 @@ def main(argv: list[str] | None = None) -> int:
             allow_private_webhooks=args.allow_private_webhooks,
             deliver_public_webhooks=args.deliver_public_webhooks,
             data_dir=args.data_dir,
+            wire=args.wire,
+            catalog=args.catalog,
         )
-    except StateError as exc:
+    except (StateError, WireError, SnapshotError) as exc:
         print(f"mediagen sandbox: {exc}", file=sys.stderr)
         return 1
     sandbox.start(port=args.port, host=args.host)
@@ -145,9 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.data_dir is not None:
         print(f"  its state is kept in {args.data_dir.resolve()} (started again, it goes on from there)")
+    served = sandbox.world.catalog
+    if args.catalog is not None:
+        print(f"  serving the catalog of {served.date} in {served.source} ({len(served.models)} models)")
+        for model_id, why in served.flagged.items():
+            print(f"  ! {model_id}: {why}")
     notes = {
         ENV_KEY: "the sandbox's demo key, 3,000 credits",
         ENV_TIME_SCALE: "so clients pace themselves to this clock",
+        ENV_WIRE: "the names this sandbox spells as the file says",
     }
     for name, value in sandbox.client_env().items():
         print(f"  export {name}={value}" + (f"   # {notes[name]}" if name in notes else ""))

@@ -1,8 +1,14 @@
-"""Accounts, API keys, the shared balance and the ledger of every charge and refund."""
+"""Accounts, API keys, the shared balance and the ledger of every charge, refund and monthly grant.
+
+Each plan's monthly credits (3,000 Scale, 8,000 Ultra) are granted at the turn of every calendar month
+of the sandbox's clock: added to the balance (the spec does not say whether unused ones lapse; here
+they stay), one ledger entry (``kind: grant``) per month, seen the next time the account is used.
+"""
 
 import secrets
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from mediagen_nb.protocol import limits, messages
@@ -13,6 +19,7 @@ DEMO_ACCOUNT = "demo"
 DEMO_KEY = "pk_live_sandbox_demo_key"
 KEY_STATES = ("active", "expired", "revoked")
 MAX_CREDITS = 10**12  # the largest balance or monthly cap the controls accept
+GRANT = "grant"  # the ledger's kind of a month's plan credits
 EXPIRIES = {"never": None, "30d": 30 * 86400, "90d": 90 * 86400, "1y": 365 * 86400}
 
 
@@ -27,15 +34,23 @@ class Account:
     plan: str = "scale"
     balance: int = limits.PLAN_CREDITS["scale"]
     suspended: bool = False
+    granted_month: str = ""  # the last calendar month (YYYY-MM) whose plan credits were granted
 
     def public(self) -> dict[str, Any]:
-        return {"id": self.id, "plan": self.plan, "balance": self.balance, "suspended": self.suspended}
+        return {
+            "id": self.id,
+            "plan": self.plan,
+            "balance": self.balance,
+            "suspended": self.suspended,
+            "grantedMonth": self.granted_month,
+        }
 
     to_dict = public  # the saved state holds exactly what the control shows
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Account":
-        return cls(data["id"], data["plan"], data["balance"], data["suspended"])
+        # A state saved before grants were kept has no month: the next look starts counting from then.
+        return cls(data["id"], data["plan"], data["balance"], data["suspended"], data.get("grantedMonth", ""))
 
 
 @dataclass
@@ -111,7 +126,7 @@ class Accounts:
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self.accounts: dict[str, Account] = {DEMO_ACCOUNT: Account(DEMO_ACCOUNT)}
+        self.accounts: dict[str, Account] = {DEMO_ACCOUNT: Account(DEMO_ACCOUNT, granted_month=clock.month())}
         self.keys: dict[str, ApiKey] = {}
         self.ledger: list[dict[str, Any]] = []
         # Credits charged per (key, resource, id) by calendar month: a refund goes back to those months.
@@ -131,6 +146,8 @@ class Accounts:
         self.ledger = ledger
         self._charged = {}
         for entry in ledger:
+            if entry["kind"] == GRANT:
+                continue
             months = self._charged.setdefault(
                 (entry["keyId"], entry["resource"], entry["resourceId"]), Counter()
             )
@@ -146,10 +163,30 @@ class Accounts:
         return Caller(self.accounts[ids["account"]], key)
 
     def account(self, account_id: str) -> Account:
+        """The account (made on first use, with its plan's credits), its months' grants given."""
         if account_id not in self.accounts:
-            self.accounts[account_id] = Account(account_id)
+            self.accounts[account_id] = Account(account_id, granted_month=self.clock.month())
             self.unsaved = True
-        return self.accounts[account_id]
+        account = self.accounts[account_id]
+        self.grant_months(account)
+        return account
+
+    def grant_months(self, account: Account) -> None:
+        """Grant the plan's monthly credits for every calendar month begun since the last grant."""
+        now = self.clock.month()
+        if not account.granted_month:
+            account.granted_month = now
+            self.unsaved = True
+        while account.granted_month < now:
+            year, month = (int(part) for part in account.granted_month.split("-"))
+            year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+            account.granted_month = f"{year:04d}-{month:02d}"
+            self.unsaved = True
+            credits = limits.PLAN_CREDITS.get(account.plan, 0)  # plans without API access: none here
+            if credits:
+                account.balance += credits
+                start = datetime(year, month, 1, tzinfo=timezone.utc).timestamp()
+                self._record(GRANT, account, None, credits, "plan", account.granted_month, at=start)
 
     def create_key(self, body: dict[str, Any]) -> ApiKey:
         """``POST /_sandbox/keys``: like the developer page's New key, plus a state for tests."""
@@ -218,7 +255,7 @@ class Accounts:
             or (key.expires_at is not None and key.expires_at <= self.clock.now())
         ):
             raise ServiceError(401, messages.INVALID_KEY)
-        account = self.accounts[key.account]
+        account = self.account(key.account)
         if account.suspended:
             raise ServiceError(403, messages.SUSPENDED)
         return Caller(account, key)
@@ -227,18 +264,26 @@ class Accounts:
         return key.monthly_cap is None or key.spent[self.clock.month()] + credits <= key.monthly_cap
 
     def _record(
-        self, kind: str, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
+        self,
+        kind: str,
+        account: Account,
+        key: ApiKey | None,
+        credits: int,
+        resource: str,
+        resource_id: str | None,
+        at: float | None = None,
+        **extra: Any,
     ) -> dict[str, Any]:
         entry = {
             "seq": len(self.ledger) + 1,
-            "at": self.clock.iso(),
+            "at": self.clock.iso(at),
             "kind": kind,
             "credits": credits,
-            "account": caller.account.id,
-            "keyId": caller.key.id,
+            "account": account.id,
+            "keyId": key.id if key is not None else None,
             "resource": resource,
             "resourceId": resource_id,
-            "balance": caller.account.balance,
+            "balance": account.balance,
             **extra,
         }
         self.ledger.append(entry)
@@ -249,23 +294,25 @@ class Accounts:
         self, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
     ) -> dict[str, Any]:
         """Take credits from the shared balance and count them against the key's month."""
+        self.grant_months(caller.account)
         caller.account.balance -= credits
         caller.key.spent[self.clock.month()] += credits
         months = self._charged.setdefault((caller.key.id, resource, resource_id), Counter())
         months[self.clock.month()] += credits
-        return self._record("charge", caller, credits, resource, resource_id, **extra)
+        return self._record("charge", caller.account, caller.key, credits, resource, resource_id, **extra)
 
     def refund(
         self, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
     ) -> dict[str, Any]:
         """Give credits back to the balance and to the key's months they were charged in (latest first)."""
+        self.grant_months(caller.account)
         caller.account.balance += credits
         charged = self._charged.get((caller.key.id, resource, resource_id), Counter())
         taken = _take_back(charged, credits)
         for month, take in taken.items():
             caller.key.spent[month] -= take
         caller.key.spent[self.clock.month()] -= credits - sum(taken.values())
-        return self._record("refund", caller, credits, resource, resource_id, **extra)
+        return self._record("refund", caller.account, caller.key, credits, resource, resource_id, **extra)
 
 
 def _take_back(charged: Counter[str], credits: int) -> Counter[str]:

@@ -48,7 +48,7 @@ async def account(request: Request) -> Response:
 
 
 async def ledger(request: Request) -> Response:
-    """GET /_sandbox/ledger: every charge and refund, optionally of one account or resource id."""
+    """GET /_sandbox/ledger: every charge, refund and monthly grant, optionally of one account or id."""
     entries = _world(request).accounts.ledger
     for param, name in (("account", "account"), ("resourceId", "resourceId")):
         wanted = request.query_params.get(param)

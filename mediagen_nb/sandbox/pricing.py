@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from mediagen_nb.protocol.limits import ESTIMATE_FALLBACK_SECONDS
@@ -135,6 +135,10 @@ class PriceRule:
         """Credits before multipliers and rounding."""
         raise NotImplementedError
 
+    def scaled(self, factor: float) -> PriceRule:
+        """The same rule with every amount ``factor`` times as much (a listed price that changed)."""
+        raise NotImplementedError
+
     def quote(self, values: Mapping[str, Any], media_seconds: float | None) -> int:
         """Whole credits for an input with defaults applied: multipliers, then ceil, at least 1."""
         raw = self.amount(values, media_seconds)
@@ -177,6 +181,9 @@ class Flat(PriceRule):
     def amount(self, values: Mapping[str, Any], media_seconds: float | None) -> float:
         return self.credits
 
+    def scaled(self, factor: float) -> Flat:
+        return replace(self, credits=max(1, round(self.credits * factor)))
+
     def head(self, model: ModelSpec, values: Mapping[str, Any], media: Media) -> str:
         return f"{_credits(self.credits)} per {_unit(model)}"
 
@@ -194,6 +201,9 @@ class PerOption(PriceRule):
 
     def options(self) -> tuple[Option, ...]:
         return tuple(option for option, _ in self.prices)
+
+    def scaled(self, factor: float) -> PerOption:
+        return replace(self, prices=tuple((option, credits * factor) for option, credits in self.prices))
 
     def amount(self, values: Mapping[str, Any], media_seconds: float | None) -> float:
         value = values.get(self.field)
@@ -231,6 +241,9 @@ class PerMediaSecond(PriceRule):
     def fields(self) -> tuple[str, ...]:
         return (self.field,)
 
+    def scaled(self, factor: float) -> PerMediaSecond:
+        return replace(self, rate=self.rate * factor)
+
     def amount(self, values: Mapping[str, Any], media_seconds: float | None) -> float:
         # None only reaches here from an estimate whose file could not be read: the spec's 30 s.
         seconds = ESTIMATE_FALLBACK_SECONDS if media_seconds is None else media_seconds
@@ -266,6 +279,9 @@ class PerTextLength(PriceRule):
     def fields(self) -> tuple[str, ...]:
         return (self.field,)
 
+    def scaled(self, factor: float) -> PerTextLength:
+        return replace(self, credits=self.credits * factor)
+
     def amount(self, values: Mapping[str, Any], media_seconds: float | None) -> float:
         return math.ceil(len(str(values.get(self.field) or "")) / self.chars) * self.credits
 
@@ -291,6 +307,9 @@ class PerOutputSecond(PriceRule):
     def fields(self) -> tuple[str, ...]:
         return (self.field,)
 
+    def scaled(self, factor: float) -> PerOutputSecond:
+        return replace(self, rate=self.rate * factor)
+
     def amount(self, values: Mapping[str, Any], media_seconds: float | None) -> float:
         return self.rate * float(values[self.field])
 
@@ -300,9 +319,9 @@ class PerOutputSecond(PriceRule):
         return f"{_credits(rate)} per second of {model.kind}{at}, for {self.field} {length:g} s"
 
 
-PRICING_TYPES: tuple[str, ...] = tuple(
-    str(cls.TYPE) for cls in (PerOption, PerMediaSecond, PerTextLength, PerOutputSecond)
-)
+RULES: dict[str, type[PriceRule]] = {
+    str(cls.TYPE): cls for cls in (PerOption, PerMediaSecond, PerTextLength, PerOutputSecond)
+}  # by pricing type; their names are protocol.wire.PRICING_TYPES
 
 
 def _unit(model: ModelSpec) -> str:

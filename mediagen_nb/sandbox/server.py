@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import uvicorn
 
-from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
+from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
 from mediagen_nb.sandbox.accounts import DEMO_KEY
 from mediagen_nb.sandbox.app import create_app
 from mediagen_nb.sandbox.pipeline import DroppedConnection
@@ -43,7 +44,9 @@ class Sandbox:
     """One sandbox and its state. ``transport()`` for in-process use, ``start()`` for real HTTP.
 
     ``data_dir=`` keeps its state in that folder (it goes on from a state saved there; :meth:`close`
-    lets another sandbox use the folder); without one it lives in memory.
+    lets another sandbox use the folder); without one it lives in memory. ``wire=`` (a names file, or
+    :class:`~mediagen_nb.protocol.wire.Names`) spells the names the spec does not show otherwise;
+    ``catalog=`` serves a snapshot folder of a service's catalog (``mediagen sandbox sync``).
     """
 
     def __init__(self, config: SandboxConfig | None = None, **options: Any) -> None:
@@ -51,6 +54,14 @@ class Sandbox:
             raise TypeError("give either a SandboxConfig or keyword options, not both")
         if isinstance(options.get("data_dir"), str):
             options["data_dir"] = Path(options["data_dir"])
+        self.wire_file: Path | None = None  # the names file it speaks, for clients to read too
+        if isinstance(options.get("wire"), (str, Path)):
+            self.wire_file = Path(options["wire"]).expanduser().resolve()
+            options["wire"] = wire.load(self.wire_file)[0]
+        elif options.get("wire") is None:
+            options.pop("wire", None)
+        if isinstance(options.get("catalog"), str):
+            options["catalog"] = Path(options["catalog"])
         self.config = config or SandboxConfig(**options)
         self.app = create_app(self.config)
         self.world: World = self.app.state.world
@@ -68,11 +79,14 @@ class Sandbox:
         the demo key), at this sandbox's time scale so the client paces itself to its clock."""
         if self.base_url is None:
             raise RuntimeError("the sandbox is not served: start() it first")
-        return {
+        env = {
             ENV_BASE_URL: self.base_url,
             ENV_KEY: key if key is not None else self.demo_key,
             ENV_TIME_SCALE: f"{self.config.time_scale:g}",
         }
+        if self.wire_file is not None:
+            env[ENV_WIRE] = str(self.wire_file)
+        return env
 
     def transport(self) -> httpx.ASGITransport:
         """An httpx transport that calls the app directly (async clients only)."""

@@ -124,12 +124,12 @@ class State:
         caller = world.accounts.caller
         gens = world.generations.items
         for data in rows.get("generation", {}).values():
-            gens[data["id"]] = Generation.from_dict(data, caller(data["caller"]))
+            gens[data["id"]] = Generation.from_dict(data, caller(data["caller"]), world.catalog)
         analyses = world.replication.analyses
         for data in rows.get("analysis", {}).values():
             analyses[data["id"]] = Analysis.from_dict(data, caller(data["caller"]))
         for data in rows.get("run", {}).values():
-            run = Run.from_dict(data, analyses[data["analysisId"]], caller(data["caller"]))
+            run = Run.from_dict(data, analyses[data["analysisId"]], caller(data["caller"]), world.catalog)
             world.replication.runs[run.id] = run
         for data in rows.get("job", {}).values():
             world.topic.jobs[data["id"]] = Job.from_dict(data, caller(data["caller"]))

@@ -12,6 +12,7 @@ from typing import Any
 
 from mediagen_nb.protocol import limits
 from mediagen_nb.protocol.paths import PATHS, path
+from mediagen_nb.protocol.wire import DEFAULT, Names
 from mediagen_nb.sandbox.accounts import Accounts
 from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
@@ -40,6 +41,10 @@ class SandboxConfig:
     # rendered media; None keeps it in memory.
     data_dir: Path | None = None
     webhook_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    # How its answers and bodies spell the names the spec does not show (``mediagen sandbox --wire``).
+    wire: Names = DEFAULT
+    # A snapshot of a service's catalog to serve (``mediagen sandbox sync``); None serves the bundled one.
+    catalog: Path | None = None
 
 
 class World:
@@ -50,12 +55,16 @@ class World:
     """
 
     def __init__(self, config: SandboxConfig) -> None:
+        from mediagen_nb.sandbox.catalog import BUNDLED
+        from mediagen_nb.sandbox.catalog.snapshot import read
         from mediagen_nb.sandbox.generation.backend import GenerationBackend
         from mediagen_nb.sandbox.replication.backend import ReplicationBackend
         from mediagen_nb.sandbox.state import State
         from mediagen_nb.sandbox.topic_video.backend import TopicVideoBackend
 
         self.config = config
+        self.wire = config.wire
+        self.catalog = read(config.catalog) if config.catalog is not None else BUNDLED
         self.clock = Clock(config.time_scale)
         self.media = MediaStore(config.data_dir)
         self.uploads = Uploads(config.data_dir)
@@ -183,6 +192,7 @@ class World:
             "seedGiven": self.config.seed is not None,
             "now": self.clock.iso(),
             "allowPrivateWebhooks": self.config.allow_private_webhooks,
+            "catalog": self.catalog.describe(),
             "counts": {
                 "accounts": len(self.accounts.accounts),
                 "keys": len(self.accounts.keys),

@@ -17,6 +17,7 @@ import pytest
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
 from mediagen_nb.client import AsyncClient, Limits
+from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.paths import CATALOG_PATHS, PATHS, path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
@@ -106,12 +107,14 @@ ServiceFactory = Callable[..., Service]
 
 
 @pytest.fixture
-def make_service() -> Iterator[ServiceFactory]:
-    """Build served sandboxes with recorded clients; all are closed and stopped after the test."""
+def make_service(spelling: wire.Names) -> Iterator[ServiceFactory]:
+    """Build served sandboxes with recorded clients; all are closed and stopped after the test.
+
+    They spell the names the spec does not show as the test's ``spelling`` (ours unless it is marked)."""
     made: list[tuple[Sandbox, httpx.AsyncClient]] = []
 
     def build(time_scale: float = TIME_SCALE, seed: int = 1) -> Service:
-        sandbox = Sandbox(SandboxConfig(time_scale=time_scale, seed=seed)).start()
+        sandbox = Sandbox(SandboxConfig(time_scale=time_scale, seed=seed, wire=spelling)).start()
         service_requests: list[httpx.Request] = []
 
         async def record(request: httpx.Request) -> None:

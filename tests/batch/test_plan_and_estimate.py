@@ -33,6 +33,7 @@ def estimate(
     return df.mediagen.estimate(model, columns, client=service.client, show=False, **options)
 
 
+@pytest.mark.spellings
 def test_flat_priced_model_costs_its_listed_price_without_an_estimate_request(service: Service) -> None:
     df = pd.DataFrame({"prompt": [f"a lighthouse {i}" for i in range(25)]})
     out = estimate(service, df, "flare-1-swift")
@@ -44,6 +45,7 @@ def test_flat_priced_model_costs_its_listed_price_without_an_estimate_request(se
     assert (summary.total, summary.requests, summary.invalid) == (25, 0, 0)
 
 
+@pytest.mark.spellings
 def test_one_estimate_per_distinct_combination_of_varies_by_inputs(service: Service) -> None:
     qualities = ["low", "high", "medium", "low", "high", "medium", None, "low", "high", "low", None, "high"]
     df = pd.DataFrame(

@@ -45,6 +45,7 @@ def prompts(n: int, stem: str = "a lighthouse at dusk") -> pd.DataFrame:
     return pd.DataFrame({"prompt": [f"{stem}, take {i}" for i in range(n)]})
 
 
+@pytest.mark.spellings
 def test_run_adds_result_columns_and_charges_each_row_once(service: Service, tmp_path: Path) -> None:
     df = prompts(6)
     out = run(service, df, "gpt-image-2", tmp_path / "l.sqlite", quality="low")

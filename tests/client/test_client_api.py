@@ -50,6 +50,7 @@ pytestmark = pytest.mark.anyio
 # --------------------------------------------------------------------------------------------- catalog
 
 
+@pytest.mark.spellings
 async def test_models_are_the_catalog_and_are_cached(kit: Kit) -> None:
     """130 Model records (72/41/17); a second call sends nothing; refresh=True reads again, keyless."""
     models = await kit.call("models")
@@ -105,6 +106,7 @@ async def test_openapi_document_and_llms_txt(kit: Kit) -> None:
 # ------------------------------------------------------------------------------------------ generations
 
 
+@pytest.mark.spellings
 async def test_estimate_equals_the_charge_of_the_run(kit: Kit) -> None:
     """An estimate charges nothing and equals the run's creditsSpent (flat-by-option and length-billed)."""
     cases: list[tuple[str, dict[str, Any]]] = [
@@ -155,6 +157,7 @@ async def test_wait_long_polls_until_succeeded(kit: Kit) -> None:
     assert reads and all(query(r)["wait"] == ["55"] for r in reads), "wait never short-polls"
 
 
+@pytest.mark.spellings
 async def test_generate_runs_waits_and_reports_updates(kit: Kit) -> None:
     updates: list[Generation] = []
     result = await kit.call("generate", "gpt-image-2", IMAGE, on_update=updates.append)
@@ -544,6 +547,8 @@ def test_html_escapes_script_and_quotes_and_refuses_javascript_urls() -> None:
     model = Model.from_api(
         {
             "id": "m",
+            "outputType": "image",
+            "credits": 3,
             "description": "<script>x</script>",
             "previewUrl": "javascript:alert(1)",
             "input_schema": {},
@@ -565,7 +570,9 @@ def test_unknown_fields_are_kept_in_extra() -> None:
         }
     )
     assert generation.extra == {"queuePosition": 4} and generation.credits_spent == 1
-    model = Model.from_api({"id": "m", "input_schema": {}, "pricing": None, "tags": ["new"]})
+    model = Model.from_api(
+        {"id": "m", "outputType": "audio", "credits": 2, "input_schema": {}, "pricing": None, "tags": ["new"]}
+    )
     assert model.extra == {"tags": ["new"]} and model.pricing is None
     run = ReplicationRun.from_api({"runId": "r", "modelId": "p-video", "region": "eu"})
     assert (run.id, run.extra) == ("r", {"region": "eu"})

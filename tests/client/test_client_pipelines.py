@@ -24,17 +24,19 @@ from mediagen_nb.client import (
     AsyncClient,
     BadRequestError,
     Client,
+    ConfigurationError,
     ReplicationRun,
     ShortVideoJob,
     StartUncertain,
     ValidationError,
     VideoOptions,
     WaitTimeout,
+    settings,
 )
 from mediagen_nb.client.clients import BaseClient
 from mediagen_nb.protocol import limits, messages, wire
 from mediagen_nb.protocol.paths import path
-from mediagen_nb.sandbox import Sandbox
+from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 TIKTOK = "https://www.tiktok.com/@a/video/123"
 SHOTS = "https://www.tiktok.com/@a/video/456?list=shots"  # "shots": ready with a shot list only
@@ -194,6 +196,7 @@ async def test_blueprint_rows(h: Harness) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_shot_list_only_analysis_builds_its_blueprint(h: Harness) -> None:
     """A "shots" link is ready with a shot list only; wait_analysis asks for the blueprint once and waits."""
     started = await h.call("analyze", SHOTS)
@@ -276,7 +279,11 @@ async def test_replicate_with_every_field_until_done(h: Harness, audio: str) -> 
     assert len({done.output_video_url, done.compare_video_url, done.clean_output_video_url}) == 3
     assert done.share_url and run.id in done.share_url
     assert seen[-1] == done and len(seen) == len(h.traffic.to("GET", path("replication_run", id=run.id)))
-    assert all(r.status in ("generating", "stitching") for r in seen[:-1])
+    assert all(r.status in ("generating", "stitching") or r.marketing_coming for r in seen[:-1])
+    # The marketing cuts arrive after done: the wait waited for them (bounded, MEDIAGEN_MARKETING_WAIT).
+    assert any(r.marketing_coming for r in seen) and not done.marketing_coming
+    assert done.marketing_video_url and done.marketing_video_url_169
+    assert "still coming" not in repr(done)
 
     stored = h.sandbox.world.replication.runs[run.id]  # what the sandbox understood from the body
     assert stored.quality == "low" and stored.accuracy == "exact" and stored.captions is True
@@ -289,17 +296,9 @@ async def test_replicate_with_every_field_until_done(h: Harness, audio: str) -> 
     takes = [e for e in h.ledger() if e["resource"] == "replication" and e["resourceId"] == run.id]
     assert [e["kind"] for e in takes] == ["charge", "charge"]
 
-    # The marketing cuts arrive a few service seconds after done (bounded wait).
-    later = done
-    for _ in range(50):
-        if later.marketing_video_url:
-            break
-        await h.pause(0.01)
-        later = await h.call("replication_run", run.id)
-    assert later.marketing_video_url and later.marketing_video_url_169
-
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_replicate_with_defaults(h: Harness) -> None:
     """No options: an empty body; the service's defaults (seedance-2-fast-i2v, medium) are reported."""
     ready = await ready_analysis(h)
@@ -309,6 +308,56 @@ async def test_replicate_with_defaults(h: Harness) -> None:
     assert run.model_id == "seedance-2-fast-i2v"
     done = await h.call("wait_replication", run.id, poll=POLL, timeout=WAIT)
     assert done.status == "done" and done.quality == "medium" and done.clean_output_video_url is None
+
+
+@pytest.mark.anyio
+async def test_a_wait_that_does_not_wait_for_the_marketing_cuts_says_they_are_coming(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``MEDIAGEN_MARKETING_WAIT=0`` returns at done; a bound (``marketing=``) shorter than the cuts'
+    arrival (8 s after done in the sandbox) returns when it ends; either run says its cuts are coming,
+    and a read after they arrived has them. A slow sandbox (x4: the cuts come 2 s after done), its clock
+    moved to just past done."""
+    sandbox = Sandbox(SandboxConfig(time_scale=4.0, seed=1))
+    async with httpx.AsyncClient(transport=sandbox.transport(), base_url="http://sandbox.local") as http:
+        client = AsyncClient.for_sandbox(sandbox, http_client=http)
+
+        async def advance(seconds: float) -> None:
+            (await http.post(path("sandbox_clock"), json={"advance": seconds})).raise_for_status()
+
+        started = await client.analyze(TIKTOK)
+        await advance(3600)
+        ready = await client.wait_analysis(started, poll=POLL, timeout=WAIT)
+        first, second = [await client.replicate(ready.id, clips=[clip]) for clip in (0, 1)]
+        runs = sandbox.world.replication.runs
+        await advance(max(runs[first.id].done_at, runs[second.id].done_at) - sandbox.world.clock.now() + 0.5)
+
+        monkeypatch.setenv(settings.ENV_MARKETING_WAIT, "0")
+        done = await client.wait_replication(first, poll=POLL, timeout=WAIT)
+        assert done.status == "done" and done.marketing_coming
+        assert done.marketing_video_url is None and done.marketing_video_url_169 is None
+        assert repr(done).endswith(", marketing cuts still coming)") and "still coming" in done._repr_html_()
+
+        monkeypatch.delenv(settings.ENV_MARKETING_WAIT)
+        seen, on_update = collector()
+        bounded = await client.wait_replication(second, poll=0.25, marketing=1, on_update=on_update)
+        assert bounded.status == "done" and bounded.marketing_coming and seen[-1] is bounded
+        assert len(seen) >= 2 and all(r.marketing_coming for r in seen)  # read again within the bound
+
+        await advance(10)
+        later = await client.wait_replication(first, poll=POLL, timeout=WAIT)
+        assert later.marketing_video_url and later.marketing_video_url_169 and not later.marketing_coming
+        await client.aclose()
+    sandbox.world.reset()  # cancel the pending timers
+
+
+def test_a_marketing_wait_that_is_not_a_number_of_seconds_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for raw in ("soon", "-1", "nan", "inf"):
+        monkeypatch.setenv(settings.ENV_MARKETING_WAIT, raw)
+        with pytest.raises(ConfigurationError, match=f"{settings.ENV_MARKETING_WAIT} must be 0 or more"):
+            settings.marketing_wait()
+    monkeypatch.setenv(settings.ENV_MARKETING_WAIT, "12.5")
+    assert settings.marketing_wait() == 12.5
 
 
 @pytest.mark.anyio
@@ -386,6 +435,7 @@ async def test_wait_analysis_and_replication_timeouts(h: Harness) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_make_video_with_every_option_until_done(h: Harness) -> None:
     """A 30 s karaoke video by a pixar woman with Nova's voice, no captions, no music: done with a URL."""
     options = {
@@ -402,9 +452,10 @@ async def test_make_video_with_every_option_until_done(h: Harness) -> None:
 
     (_, _, _, body), *more = h.traffic.to("POST", path("job_start"))
     assert more == []
-    assert body[wire.JOB_TOPIC] == "why cats purr" and body[wire.JOB_WEBHOOK] == WEBHOOK
-    assert {k: body[getattr(wire, "JOB_" + k.upper())] for k in options} == options
-    assert body[wire.JOB_IDEMPOTENCY]  # the client always sends one, in the body
+    names = h.sandbox.config.wire  # the body in the service's spelling
+    assert body[names.job_topic] == "why cats purr" and body[names.job_webhook] == WEBHOOK
+    assert {k: body[getattr(names, "job_" + k)] for k in options} == options
+    assert body[names.job_idempotency]  # the client always sends one, in the body
 
     seen, on_update = collector()
     done = await h.call("wait_job", job, poll=POLL, timeout=WAIT, on_update=on_update)
@@ -440,6 +491,7 @@ async def test_make_video_idempotency_key_returns_the_same_job(h: Harness) -> No
 
 
 @pytest.mark.anyio
+@pytest.mark.spellings
 async def test_video_options(h: Harness) -> None:
     """Voices by gender, looks, edit styles and the 20 to 180 s bounds."""
     options = await h.call("video_options")

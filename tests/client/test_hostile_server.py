@@ -334,10 +334,16 @@ def test_the_async_client_is_bounded_the_same_way() -> None:
 
 
 ODD_BUT_VALID = [
-    (Generation, {"id": GENERATION_ID, "modelId": "m", "status": "weird", "output": {}, "extra": [1]}),
-    (Generation, {"id": GENERATION_ID, "modelId": "", "status": "", "output": {"type": None, "urls": []}}),
-    (Model, {"id": "m", "input_schema": {"properties": {"a": True, "b": [1]}, "required": 5}}),
-    (Model, {"id": "m", "input_schema": {"properties": [1, 2], "required": ["x", 3]}, "pricing": {}}),
+    (Generation, {"id": GENERATION_ID, "modelId": "m", "status": "weird", "output": {}, "creditsSpent": 0}),
+    (
+        Generation,
+        {"id": GENERATION_ID, "modelId": "", "status": "", "output": {"urls": []}, "creditsSpent": 1},
+    ),
+    (
+        Model,
+        {"id": "m", "outputType": "x", "credits": 0, "input_schema": {"properties": {"a": 1}, "required": 5}},
+    ),
+    (Model, {"id": "m", "outputType": "", "credits": 1, "input_schema": {"properties": [1]}, "pricing": {}}),
     (Analysis, {"analysisId": GENERATION_ID, "blueprint": {"clips": [{"start": None}]}}),
     (ReplicationRun, {"runId": "r_1", "totalClips": None}),
     (ShortVideoJob, {"jobId": "j_1", "progress": 7, "edit_report": {}}),
@@ -359,7 +365,7 @@ def test_no_resource_repr_ever_raises(kind: Any, body: dict[str, Any]) -> None:
         (ReplicationRun, {"runId": "a/b"}, "id"),
         (ShortVideoJob, {"jobId": None}, "jobId"),
         (Model, {"name": "no id"}, "id"),
-        (Model, {"id": "m", "pricing": {"varies_by": [1]}}, "varies_by[]"),
+        (Model, {"id": "m", "outputType": "x", "credits": 1, "pricing": {"varies_by": [1]}}, "varies_by[]"),
         (Analysis, {"analysisId": GENERATION_ID, "blueprint": {"clips": [1]}}, "clips[]"),
     ],
 )

@@ -313,6 +313,26 @@ def test_submit_runs_the_three_step_chain(make: Callable[..., Form], sb: Sandbox
     assert talk_form.history == [talk, again] and talk_form.history_view.titles[0] == "history (2)"
 
 
+@pytest.mark.spellings
+def test_a_form_prices_and_runs_in_the_services_spelling(served: Sandbox) -> None:
+    """The form reads its catalog, listed prices and estimates as the service spells them (another
+    spelling with its names file: MEDIAGEN_WIRE), and runs what it shows."""
+    with Client.for_sandbox(served) as client:
+        flat = next(m for m in client.models() if m.pricing is None)
+        assert flat.credits is not None and flat.credits > 0  # never 0 for a name read otherwise
+        flat_form = Form(flat.id, client=client, debounce=60)
+        priced = Form("gpt-image-2", client=client, debounce=60)
+        try:
+            assert flat_form.price() == (flat.credits, f"{flat.credits} credits per run")
+            priced.set(prompt="A red bicycle", quality="low")
+            assert priced.price()[0] == 3
+            image = priced.submit()
+            assert image.status == "succeeded" and image.url and image.credits_spent == 3
+        finally:
+            flat_form.close()
+            priced.close()
+
+
 def test_submit_without_waiting_returns_the_started_run(make: Callable[..., Form]) -> None:
     f = make("gpt-image-2", debounce=60)
     generation = f.set(prompt="A red bicycle").submit(wait=False)

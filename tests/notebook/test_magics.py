@@ -20,7 +20,7 @@ from IPython.core.completer import provisionalcompleter
 from IPython.core.displaypub import CapturingDisplayPublisher
 
 from mediagen_nb.client import Estimate, Generation, Model, ReplicationRun, ShortVideoJob, settings
-from mediagen_nb.notebook.live import Live
+from mediagen_nb.notebook.live import Live, describe
 from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol.paths import PATHS
@@ -97,6 +97,7 @@ def test_unknown_name_is_an_error_and_nothing_is_sent(nb: Notebook) -> None:
     assert nb.sent("run") == [] and nb.sent("estimate") == []
 
 
+@pytest.mark.spellings
 def test_line_form_builds_a_three_step_chain(nb: Notebook) -> None:
     """Face, cloned voice, lip-sync; the last step has no text input, so it uses the line form."""
     nb.ns["voice"] = f"{nb.sandbox.base_url}/_sandbox/samples/voice.wav"
@@ -151,6 +152,7 @@ def test_bad_output_name_is_refused_before_anything_is_charged(nb: Notebook) -> 
     assert nb.sent("run") == [] and nb.balance() == before
 
 
+@pytest.mark.spellings
 def test_estimate_shows_the_price_and_runs_nothing(nb: Notebook) -> None:
     before = nb.balance()
     price = nb.ok("%%generate gpt-image-2 --quality high --estimate -o price\na cat's portrait")
@@ -366,6 +368,7 @@ def test_replicate_estimate_pays_nothing_then_analyze_once_and_reuse(
     assert len(nb.sent("analyze")) == 1 and [e["resource"] for e in nb.charges()].count("analysis") == 1
 
 
+@pytest.mark.spellings
 def test_replicate_renders_with_the_options_given(nb: Notebook) -> None:
     run = nb.ok(
         f"%replicate {TIKTOK} --clips 0 --quality low --accuracy exact --captions --audio original "
@@ -376,6 +379,23 @@ def test_replicate_renders_with_the_options_given(nb: Notebook) -> None:
     assert (sent.quality, sent.accuracy, sent.captions) == ("low", "exact", True)
     assert sent.audio == {"mode": "original"} and sent.marketing_aspect == "16:9"
     assert run.total_clips == 1 and run.output_video_url
+    # The marketing cuts come after done: %replicate waited for them (MEDIAGEN_MARKETING_WAIT bounds it).
+    assert run.marketing_video_url and run.marketing_video_url_169 and not run.marketing_coming
+
+
+def test_a_replica_whose_marketing_cuts_are_coming_says_so() -> None:
+    """Returned at done without its cuts (the wait was 0 or ran out), the run's status line says so."""
+    run = ReplicationRun.from_api({"id": "r1", "status": "done", "totalClips": 1, "doneClips": 1})
+    assert run.marketing_coming and describe(run).startswith("done; marketing cuts still coming")
+    arrived = ReplicationRun.from_api(
+        {
+            "id": "r1",
+            "status": "done",
+            "marketingVideoUrl": "https://x/m.mp4",
+            "marketingVideoUrl169": "https://x/w.mp4",
+        }
+    )
+    assert not arrived.marketing_coming and describe(arrived) == "done"
 
 
 def test_replicate_checks_every_option_before_it_pays(nb: Notebook) -> None:
@@ -399,6 +419,7 @@ def test_replicate_checks_every_option_before_it_pays(nb: Notebook) -> None:
     assert nb.sent("replicate") == [] and [e["resource"] for e in nb.charges()] == ["analysis"]
 
 
+@pytest.mark.spellings
 def test_make_video_then_reedit(nb: Notebook) -> None:
     topic = 'Why cats\' whiskers {matter}: a "quick" guide'
     job = nb.ok(f"%%make_video --seconds 20 --gender woman --look pixar --no-music -o job\n{topic}\n")
@@ -421,6 +442,7 @@ def test_make_video_then_reedit(nb: Notebook) -> None:
 # -- %mediagen ------------------------------------------------------------------------------------
 
 
+@pytest.mark.spellings
 def test_models_model_history_and_usage(nb: Notebook) -> None:
     table = nb.ok("%mediagen models --kind audio zonos")
     assert isinstance(table, ModelTable) and [m.id for m in table.models] == ["zonos2"]

@@ -3,6 +3,7 @@
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -154,7 +155,7 @@ async def test_key_expires_after_its_lifetime(sandbox: Sandbox, api: httpx.Async
         await advance(api, 2 * DAY)
         assert_error(await run(client), 401, messages.INVALID_KEY)
         assert (await run(lasting)).status_code == 201
-    assert len(await ledger(api)) == 3
+    assert [e["kind"] for e in await ledger(api) if e["kind"] == "charge"] == ["charge"] * 3
 
 
 @pytest.mark.anyio
@@ -266,7 +267,7 @@ async def test_cap_resets_next_calendar_month(slow_sandbox: Sandbox) -> None:
             assert (await run(client)).status_code == 201
             response = await run(client)
             assert response.status_code == 429 and response.json() == messages.key_cap_reached(10)
-        assert [e["kind"] for e in await ledger(api)] == ["charge", "charge"]
+        assert [e["kind"] for e in await ledger(api)] == ["charge", "grant", "charge"]  # the plan's month
 
 
 @pytest.mark.anyio
@@ -297,3 +298,51 @@ async def test_refund_in_a_later_month_does_not_raise_that_month_cap(slow_sandbo
             response = await run(client)
             assert response.status_code == 429, "the old month's refund raised this month's cap"
             assert response.json() == messages.key_cap_reached(10)
+
+
+# ------------------------------------------------------------------------------------ plan's monthly credits
+
+
+@pytest.mark.anyio
+async def test_each_plans_monthly_credits_are_granted_at_the_month_turn(api: httpx.AsyncClient) -> None:
+    """The spec's 3,000 (Scale) and 8,000 (Ultra) a month: added at each calendar month's turn, once per
+    month however far the clock jumps, each a ledger entry; a plan without API access gets none here."""
+    await api.post(ACCOUNT, json={"balance": 100})
+    await advance(api, await seconds_to_next_month(api) - 60)
+    assert await balance(api) == 100  # a minute before the turn: nothing yet
+    await advance(api, 120)
+    assert await balance(api) == 100 + limits.PLAN_CREDITS["scale"] == 3100
+    assert (await run(api)).status_code == 201  # the balance a run is charged from has the grant
+    grant, charge = await ledger(api)
+    assert (grant["kind"], grant["credits"], grant["keyId"], grant["balance"]) == ("grant", 3000, None, 3100)
+    assert grant["at"].endswith("-01T00:00:00.000Z") and grant["at"][:7] == grant["resourceId"]
+    assert (charge["kind"], charge["balance"]) == ("charge", 3092)
+
+    await api.post(ACCOUNT, json={"plan": "ultra"})
+    await advance(api, await seconds_to_next_month(api) + 1)
+    assert await balance(api) == 3092 + 8000
+    await advance(api, await seconds_to_next_month(api) + 40 * DAY)  # two turns in one jump: two grants
+    assert await balance(api) == 3092 + 3 * 8000
+    grants = [e for e in await ledger(api) if e["kind"] == "grant"]
+    months = [e["resourceId"] for e in grants]
+    assert len(grants) == 4 and len(set(months)) == 4 and months == sorted(months)
+
+    await api.post(ACCOUNT, json={"plan": "free"})
+    await advance(api, await seconds_to_next_month(api) + 1)
+    assert await balance(api) == 3092 + 3 * 8000
+    account = (await api.get(ACCOUNT)).json()["data"]
+    assert account["grantedMonth"] > months[-1]  # the month counted, with nothing granted
+
+
+def test_granted_months_survive_a_restart(tmp_path: Path) -> None:
+    """A kept sandbox grants a month once: its state keeps the month granted and the ledger's grants."""
+    config = SandboxConfig(time_scale=600, seed=1, data_dir=tmp_path)
+    with Sandbox(config) as first, httpx.Client(base_url=str(first.base_url), timeout=30) as control:
+        now = datetime.fromisoformat(control.get(INFO).json()["data"]["now"].replace("Z", "+00:00"))
+        control.post(CLOCK, json={"advance": (32 - now.day) * DAY}).raise_for_status()
+        assert control.get(ACCOUNT).json()["data"]["balance"] == 6000
+    with Sandbox(config) as again, httpx.Client(base_url=str(again.base_url), timeout=30) as control:
+        headers = {"Authorization": bearer(again.demo_key)}
+        assert control.post(RUN, json=IMAGE, headers=headers).status_code == 201  # refunds know no key
+        assert control.get(ACCOUNT).json()["data"]["balance"] == 6000 - 8
+        assert [e["kind"] for e in control.get(LEDGER).json()["data"]["entries"]] == ["grant", "charge"]

@@ -23,7 +23,7 @@ from mediagen_nb.sandbox.catalog import (
 )
 from mediagen_nb.sandbox.catalog.loader import CatalogError
 from mediagen_nb.sandbox.datafiles import load
-from mediagen_nb.sandbox.pricing import PRICING_TYPES, Flat, billing_text, price
+from mediagen_nb.sandbox.pricing import Flat, billing_text, price
 
 BASE = "http://127.0.0.1:8765"
 SAMPLES = {"face.png", "voice.wav", "clip.mp4", "music.mp3"}
@@ -313,7 +313,7 @@ def test_pricing_objects_match_rules() -> None:
             continue
         assert model.pricing is not None, model.id
         assert set(model.pricing) == {"type", "varies_by"}
-        assert model.pricing["type"] in PRICING_TYPES
+        assert model.pricing["type"] in wire.PRICING_TYPES
         assert model.pricing["varies_by"] == list(model.rule.varies_by())
         assert set(model.pricing["varies_by"]) <= set(_props(model)), model.id
         used.add(model.pricing["type"])
@@ -322,7 +322,7 @@ def test_pricing_objects_match_rules() -> None:
             assert media_kind(_props(model)[model.media_field]) in ("audio", "video")
         else:
             assert model.media_field is None
-    assert used == set(PRICING_TYPES)
+    assert used == set(wire.PRICING_TYPES)
 
 
 def test_pricing_varies_by_coverage() -> None:

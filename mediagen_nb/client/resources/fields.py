@@ -1,120 +1,23 @@
 """Every resource's wire names and field types, and the checked parser that builds resources from them.
 
-A field of the wrong type is a ServiceResponseError naming it, never a resource whose repr or HTML
-view trips on it; unknown extra fields are kept in ``extra``.
+A field of the wrong type, or a missing field the client needs, is a ServiceResponseError naming the
+wire field, what was found, and the setting that fixes it, never a resource whose repr, HTML view
+or figures trip on it; unknown extra fields are kept in ``extra``. Names the spec does not show come
+from the client's :class:`~mediagen_nb.protocol.wire.Names` (ours, a names file's, or learned).
 """
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mediagen_nb.client.checks import ID_KINDS, is_id
 from mediagen_nb.client.errors import ServiceResponseError, mask
 from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.environment import ENV_WIRE
 
 R = TypeVar("R")
 
-# attribute -> wire name, one table per resource.
-GENERATION_FIELDS = {
-    "id": "id",
-    "model_id": "modelId",
-    "status": "status",
-    "output": "output",
-    "error": "error",
-    "credits_spent": "creditsSpent",
-    "created_at": "createdAt",
-    "media_duration_sec": "mediaDurationSec",
-    "still_running": "stillRunning",
-}
-MODEL_FIELDS = {
-    "id": wire.MODEL_ID,
-    "name": wire.MODEL_NAME,
-    "description": wire.MODEL_DESCRIPTION,
-    "output_type": wire.MODEL_OUTPUT_TYPE,
-    "group": wire.MODEL_GROUP,
-    "credits": wire.MODEL_CREDITS,
-    "preview_url": wire.MODEL_PREVIEW,
-    "links": wire.MODEL_LINKS,
-    "input_schema": "input_schema",
-    "pricing": "pricing",
-    "example": "example",
-}
-ESTIMATE_FIELDS = {
-    "model_id": wire.ESTIMATE_MODEL,
-    "credits": wire.ESTIMATE_CREDITS,
-    "billing": wire.ESTIMATE_BILLING,
-}
-ANALYSIS_FIELDS = {
-    "id": "analysisId",
-    "status": "status",
-    "title": "title",
-    "duration_seconds": "durationSeconds",
-    "clip_count": "clipCount",
-    "source_url": "sourceUrl",
-    "video_url": "videoUrl",
-    "poster_url": "posterUrl",
-    "blueprint": "blueprint",
-    "error": "error",
-    "credits_spent": "creditsSpent",
-}
-BLUEPRINT_FIELDS = {
-    "clips": "clips",
-    "style_bible": "styleBible",
-    "soundtrack": "soundtrack",
-    "aspect": "aspect",
-    "shots": "shots",
-    "speakers": "speakers",
-    "characters": "characters",
-}
-RUN_FIELDS = {
-    "id": "id",
-    "analysis_id": "analysisId",
-    "model_id": "modelId",
-    "quality": "quality",
-    "status": "status",
-    "total_clips": "totalClips",
-    "done_clips": "doneClips",
-    "output_video_url": "outputVideoUrl",
-    "compare_video_url": "compareVideoUrl",
-    "clean_output_video_url": "cleanOutputVideoUrl",
-    "marketing_video_url": "marketingVideoUrl",
-    "marketing_video_url_169": "marketingVideoUrl169",
-    "share_url": "shareUrl",
-    "error": "error",
-    "created_at": "createdAt",
-}
-JOB_FIELDS = {
-    "id": "jobId",
-    "status": "status",
-    "stage": "stage",
-    "progress": wire.JOB_PROGRESS,
-    "script": wire.JOB_SCRIPT,
-    "portrait_url": wire.JOB_PORTRAIT,
-    "lipsync_video_url": wire.JOB_LIPSYNC,
-    "video_url": "videoUrl",
-    "credits_used": wire.JOB_CREDITS,
-    "edit_report": wire.JOB_EDIT_REPORT,
-    "degraded": wire.JOB_DEGRADED,
-    "flow": "flow",
-    "topic": "topic",
-    "voice": "voice",
-    "seconds": "seconds",
-    "poster_url": "posterUrl",
-    "error": "error",
-    "created_at": "createdAt",
-    "updated_at": "updatedAt",
-}
-OPTIONS_FIELDS = {
-    "voices": wire.OPTIONS_VOICES,
-    "genders": wire.OPTIONS_GENDERS,
-    "looks": wire.OPTIONS_LOOKS,
-    "flows": wire.OPTIONS_FLOWS,
-    "seconds": wire.OPTIONS_SECONDS,
-    "defaults": wire.OPTIONS_DEFAULTS,
-}
-
-
-# What each wire field must be when present (null is always allowed): a field of another type is a
-# ServiceResponseError naming it, so a resource never holds a value its repr or HTML view trips on.
+# What each wire field must be when present (null is allowed unless the field is required).
 TEXT, WHOLE, NUMBER, FLAG, OBJECT, ARRAY = (
     "a string",
     "an integer",
@@ -123,6 +26,7 @@ TEXT, WHOLE, NUMBER, FLAG, OBJECT, ARRAY = (
     "an object",
     "a list",
 )
+ANY = "any value"  # types the spec does not show
 _KINDS: dict[str, Any] = {
     TEXT: lambda v: isinstance(v, str),
     WHOLE: lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -130,97 +34,210 @@ _KINDS: dict[str, Any] = {
     FLAG: lambda v: isinstance(v, bool),
     OBJECT: lambda v: isinstance(v, Mapping),
     ARRAY: lambda v: isinstance(v, (list, tuple)),
+    ANY: lambda v: True,
 }
-_NOT_TEXT = {
-    "output": OBJECT,
-    "creditsSpent": WHOLE,
-    "mediaDurationSec": NUMBER,
-    "stillRunning": FLAG,
-    wire.MODEL_CREDITS: WHOLE,
-    wire.MODEL_LINKS: OBJECT,
-    "input_schema": OBJECT,
-    "pricing": OBJECT,
-    "example": OBJECT,
-    "durationSeconds": NUMBER,
-    "clipCount": WHOLE,
-    "blueprint": OBJECT,
-    "clips": ARRAY,
-    "totalClips": WHOLE,
-    "doneClips": WHOLE,
-    wire.JOB_PROGRESS: NUMBER,
-    wire.JOB_CREDITS: WHOLE,
-    wire.JOB_EDIT_REPORT: OBJECT,
-    wire.JOB_DEGRADED: FLAG,
-    "seconds": NUMBER,
-    wire.BLUEPRINT_STARTED: FLAG,
-    wire.OPTIONS_VOICES: OBJECT,
-    wire.OPTIONS_GENDERS: ARRAY,
-    wire.OPTIONS_LOOKS: ARRAY,
-    wire.OPTIONS_FLOWS: ARRAY,
-    wire.OPTIONS_DEFAULTS: OBJECT,
+BASE_URL_HINT = "is MEDIAGEN_BASE_URL the service's address?"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a resource: its wire name, its kind, and (for a name the spec does not show) the
+    attribute of :class:`~mediagen_nb.protocol.wire.Names` that spells it."""
+
+    wire: str
+    kind: str = TEXT
+    unshown: str | None = None
+
+    def hint(self) -> str:
+        """What fixes a missing or mistyped field: the names file for an unshown name, else the address."""
+        if self.unshown is None:
+            return BASE_URL_HINT
+        return (
+            f'the spec does not show this name: set {wire.setting(self.unshown)} = "<the service\'s name>" '
+            f"in a names file ({ENV_WIRE}=names.toml; `mediagen doctor` shows what the service sends)"
+        )
+
+
+Fields = Mapping[str, Field]  # attribute -> field
+
+
+def unshown(names: wire.Names, attribute: str, kind: str = TEXT) -> Field:
+    """The field a names attribute spells (``model_credits``)."""
+    return Field(getattr(names, attribute), kind, attribute)
+
+
+GENERATION_FIELDS: Fields = {
+    "id": Field("id"),
+    "model_id": Field("modelId"),
+    "status": Field("status"),
+    "output": Field("output", OBJECT),
+    "error": Field("error"),
+    "credits_spent": Field("creditsSpent", WHOLE),
+    "created_at": Field("createdAt"),
+    "media_duration_sec": Field("mediaDurationSec", NUMBER),
+    "still_running": Field("stillRunning", FLAG),
 }
-# Each resource's id (its wire name and its kind in checks.ID_KINDS) and the other fields an answer
-# must have. Ids name URLs and files, so one missing or of another shape (a path such as
-# "../../x" or "/abs/x") is a ServiceResponseError naming it, never a resource.
-IDS = {
-    "Generation": ("id", "generation"),
-    "Analysis": ("analysisId", "analysis"),
-    "ReplicationRun": ("id", "run"),
-    "ShortVideoJob": ("jobId", "job"),
+
+
+def model_fields(names: wire.Names) -> Fields:
+    return {
+        "id": unshown(names, "model_id"),
+        "name": unshown(names, "model_name"),
+        "description": unshown(names, "model_description"),
+        "output_type": unshown(names, "model_output_type"),
+        "group": unshown(names, "model_group"),
+        "credits": unshown(names, "model_credits", WHOLE),
+        "preview_url": unshown(names, "model_preview"),
+        "links": unshown(names, "model_links", OBJECT),
+        "input_schema": Field("input_schema", OBJECT),
+        "pricing": Field("pricing", OBJECT),
+        "example": Field("example", OBJECT),
+    }
+
+
+def estimate_fields(names: wire.Names) -> Fields:
+    return {
+        "model_id": unshown(names, "estimate_model"),
+        "credits": unshown(names, "estimate_credits", WHOLE),
+        "billing": unshown(names, "estimate_billing"),
+    }
+
+
+ANALYSIS_FIELDS: Fields = {
+    "id": Field("analysisId"),
+    "status": Field("status"),
+    "title": Field("title"),
+    "duration_seconds": Field("durationSeconds", NUMBER),
+    "clip_count": Field("clipCount", WHOLE),
+    "source_url": Field("sourceUrl"),
+    "video_url": Field("videoUrl"),
+    "poster_url": Field("posterUrl"),
+    "blueprint": Field("blueprint", OBJECT),
+    "error": Field("error"),
+    "credits_spent": Field("creditsSpent", WHOLE),
 }
-REQUIRED = {
-    "Generation": ("modelId", "status"),
-    "Model": (wire.MODEL_ID,),
-    "Estimate": (wire.ESTIMATE_CREDITS,),
+BLUEPRINT_FIELDS: Fields = {
+    "clips": Field("clips", ARRAY),
+    "style_bible": Field("styleBible", ANY),
+    "soundtrack": Field("soundtrack", ANY),
+    "aspect": Field("aspect", ANY),
+    "shots": Field("shots", ANY),
+    "speakers": Field("speakers", ANY),
+    "characters": Field("characters", ANY),
 }
+RUN_FIELDS: Fields = {
+    "id": Field("id"),
+    "analysis_id": Field("analysisId"),
+    "model_id": Field("modelId"),
+    "quality": Field("quality"),
+    "status": Field("status"),
+    "total_clips": Field("totalClips", WHOLE),
+    "done_clips": Field("doneClips", WHOLE),
+    "output_video_url": Field("outputVideoUrl"),
+    "compare_video_url": Field("compareVideoUrl"),
+    "clean_output_video_url": Field("cleanOutputVideoUrl"),
+    "marketing_video_url": Field("marketingVideoUrl"),
+    "marketing_video_url_169": Field("marketingVideoUrl169"),
+    "share_url": Field("shareUrl"),
+    "error": Field("error"),
+    "created_at": Field("createdAt"),
+}
+
+
+def job_fields(names: wire.Names) -> Fields:
+    return {
+        "id": Field("jobId"),
+        "status": Field("status"),
+        "stage": Field("stage"),
+        "progress": unshown(names, "job_progress", NUMBER),
+        "script": unshown(names, "job_script"),
+        "portrait_url": unshown(names, "job_portrait"),
+        "lipsync_video_url": unshown(names, "job_lipsync"),
+        "video_url": Field("videoUrl"),
+        "credits_used": unshown(names, "job_credits", WHOLE),
+        "edit_report": unshown(names, "job_edit_report", OBJECT),
+        "degraded": unshown(names, "job_degraded", FLAG),
+        "flow": Field("flow"),
+        "topic": Field("topic"),
+        "voice": Field("voice"),
+        "seconds": Field("seconds", NUMBER),
+        "poster_url": Field("posterUrl"),
+        "error": Field("error"),
+        "created_at": Field("createdAt"),
+        "updated_at": Field("updatedAt"),
+    }
+
+
+def options_fields(names: wire.Names) -> Fields:
+    return {
+        "voices": unshown(names, "options_voices", OBJECT),
+        "genders": unshown(names, "options_genders", ARRAY),
+        "looks": unshown(names, "options_looks", ARRAY),
+        "flows": unshown(names, "options_flows", ARRAY),
+        "seconds": unshown(names, "options_seconds", OBJECT),
+        "defaults": unshown(names, "options_defaults", OBJECT),
+    }
+
+
+def blueprint_build_fields(names: wire.Names) -> Fields:
+    return {
+        "started": unshown(names, "blueprint_started", FLAG),
+        "reason": unshown(names, "blueprint_reason"),
+    }
+
+
+# Each resource's id: its attribute and its kind in checks.ID_KINDS. Ids name URLs and files, so one
+# missing or of another shape (a path such as "../../x" or "/abs/x") is a ServiceResponseError naming it.
+IDS = {"Generation": "generation", "Analysis": "analysis", "ReplicationRun": "run", "ShortVideoJob": "job"}
 _ID_SHAPES = {True: "a UUID", False: "an id of letters, digits, - and _"}
-_FREE = frozenset(
-    {"styleBible", "soundtrack", "aspect", "shots", "speakers", "characters"}
-)  # types not shown
 
 
-def expect(what: str, name: str, value: Any, kind: str) -> None:
+def expect(what: str, name: str, value: Any, kind: str, hint: str = BASE_URL_HINT) -> None:
     """Raise ServiceResponseError unless ``value`` is None or of ``kind``."""
     if value is not None and not _KINDS[kind](value):
         raise ServiceResponseError(
-            f"the service sent {what}.{name} = {str(value)[:60]!r}, not {kind}: is MEDIAGEN_BASE_URL the "
-            "service's address?",
-            field=name,
+            f"the service sent {what}.{name} = {str(value)[:60]!r}, not {kind}: {hint}", field=name
         )
 
 
-def _present(what: str, data: Mapping[str, Any]) -> None:
-    """Raise ServiceResponseError unless ``data`` has the id (of its shape) and the fields ``what`` needs."""
-    ident = IDS.get(what)
-    for name in ((ident[0],) if ident else ()) + REQUIRED.get(what, ()):
-        if data.get(name) is None:
-            raise ServiceResponseError(
-                f"the service sent {what} without {name}: is MEDIAGEN_BASE_URL the service's address?",
-                field=name,
-            )
-    if ident is not None and not is_id(data[ident[0]], ident[1]):
-        raise ServiceResponseError(
-            f"the service sent {what}.{ident[0]} = {str(data[ident[0]])[:60]!r}, not "
-            f"{_ID_SHAPES[ID_KINDS[ident[1]]]}: is MEDIAGEN_BASE_URL the service's address?",
-            field=ident[0],
-        )
+def members(data: Mapping[str, Any], limit: int = 12) -> str:
+    """An object's member names for a message: ``id, title, type, creditCost, …``."""
+    names = [str(name)[:40] for name in data]
+    return ", ".join(names[:limit]) + (", …" if len(names) > limit else "") if names else "none"
+
+
+def missing(what: str, field: Field, data: Mapping[str, Any], who: str = "") -> ServiceResponseError:
+    """The error of a required field a wire object lacks: the field, what was there, and the fix."""
+    return ServiceResponseError(
+        f"the service sent {what}{who} without {field.wire} (its members: {members(data)}): {field.hint()}",
+        field=field.wire,
+    )
 
 
 def parse(
-    cls: type[R], data: Any, names: Mapping[str, str], kinds: Mapping[str, str] | None = None, **more: Any
+    cls: type[R], data: Any, fields: Fields, *, required: tuple[str, ...] = (), who: str = "", **more: Any
 ) -> R:
-    """Build ``cls`` from a wire object: its id and required fields checked, mapped fields by attribute
-    (type-checked; ``kinds`` overrides the kind of a wire name), everything else in ``extra``."""
+    """Build ``cls`` from a wire object: its id (of its shape) and ``required`` attributes present,
+    every mapped field type-checked, everything else in ``extra``. ``who`` names the object in messages
+    (`` gpt-image-2``)."""
+    what = cls.__name__
     if not isinstance(data, Mapping):
+        raise ServiceResponseError(f"the service sent {str(data)[:60]!r} where {what} should be an object")
+    ident = IDS.get(what)
+    for attr in (("id",) if ident else ()) + required:
+        if data.get(fields[attr].wire) is None:
+            raise missing(what, fields[attr], data, who)
+    for field in fields.values():
+        expect(what, field.wire, data.get(field.wire), field.kind, field.hint())
+    if ident is not None and not is_id(data[fields["id"].wire], ident):
+        name = fields["id"].wire
         raise ServiceResponseError(
-            f"the service sent {str(data)[:60]!r} where {cls.__name__} should be an object"
+            f"the service sent {what}.{name} = {str(data[name])[:60]!r}, not "
+            f"{_ID_SHAPES[ID_KINDS[ident]]}: {BASE_URL_HINT}",
+            field=name,
         )
-    _present(cls.__name__, data)
-    for name in names.values():
-        if name not in _FREE:
-            expect(cls.__name__, name, data.get(name), (kinds or {}).get(name) or _NOT_TEXT.get(name, TEXT))
-    known = set(names.values())
-    values = {attr: _kept(name, data.get(name)) for attr, name in names.items()}
+    known = {field.wire for field in fields.values()}
+    values = {attr: _kept(field.wire, data.get(field.wire)) for attr, field in fields.items()}
     return cls(**values, **more, extra={k: v for k, v in data.items() if k not in known})  # type: ignore[call-arg]
 
 
@@ -231,8 +248,8 @@ def _kept(name: str, value: Any) -> Any:
 
 def wire_of(resource: Any) -> dict[str, Any]:
     """A resource back as the wire object it was read from (mapped fields and ``extra``)."""
-    names = _WIRE_NAMES[type(resource).__name__]
-    return {**resource.extra, **{name: getattr(resource, attr) for attr, name in names.items()}}
+    fields = _WIRE_FIELDS[type(resource).__name__]
+    return {**resource.extra, **{field.wire: getattr(resource, attr) for attr, field in fields.items()}}
 
 
 def short(text: object, limit: int = 60) -> str:
@@ -256,9 +273,8 @@ class Shown:
         return f"{type(self).__name__}({', '.join(parts)})"
 
 
-_WIRE_NAMES: dict[str, Mapping[str, str]] = {
+_WIRE_FIELDS: dict[str, Fields] = {
     "Generation": GENERATION_FIELDS,
     "Analysis": ANALYSIS_FIELDS,
     "ReplicationRun": RUN_FIELDS,
-    "ShortVideoJob": JOB_FIELDS,
 }

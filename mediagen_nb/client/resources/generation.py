@@ -8,19 +8,25 @@ from pathlib import Path
 from typing import Any
 
 from mediagen_nb.client import html
-from mediagen_nb.client.errors import GenerationFailed, GenerationTimedOut, MediagenError
+from mediagen_nb.client.errors import (
+    GenerationFailed,
+    GenerationTimedOut,
+    MediagenError,
+    ServiceResponseError,
+)
 from mediagen_nb.client.resources.fields import (
     ARRAY,
-    ESTIMATE_FIELDS,
+    BASE_URL_HINT,
     GENERATION_FIELDS,
-    MODEL_FIELDS,
     TEXT,
     Shown,
+    estimate_fields,
     expect,
+    model_fields,
     parse,
     short,
 )
-from mediagen_nb.protocol import messages
+from mediagen_nb.protocol import messages, wire
 from mediagen_nb.protocol.schema import length_billed_field, media_kind
 
 
@@ -45,13 +51,22 @@ class Generation(Shown):
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any], *, elapsed_s: float | None = None) -> "Generation":
-        generation = parse(cls, data, GENERATION_FIELDS, elapsed_s=elapsed_s)
+        """A generation answer; one without its id, status or ``creditsSpent``, or a ``succeeded`` one
+        without output URLs, is a ServiceResponseError: a charge is never read as 0, nor a result as none."""
+        needed = ("model_id", "status", "credits_spent")
+        generation = parse(cls, data, GENERATION_FIELDS, required=needed, elapsed_s=elapsed_s)
         output = generation.output or {}
         expect("Generation.output", "type", output.get("type"), TEXT)
         expect("Generation.output", "urls", output.get("urls"), ARRAY)
         for url in output.get("urls") or ():
             expect("Generation.output", "urls[]", url, TEXT)
-        return replace(generation, credits_spent=generation.credits_spent or 0)
+        if generation.status == "succeeded" and not output.get("urls"):
+            raise ServiceResponseError(
+                f"the service sent Generation {generation.id} succeeded with output = "
+                f"{str(generation.output)[:60]}, not an object with urls: {BASE_URL_HINT}",
+                field="output",
+            )
+        return generation
 
     @property
     def output_type(self) -> str | None:
@@ -155,8 +170,11 @@ class Model(Shown):
     _headline = ("id", "output_type", "group", "credits", "pricing")
 
     @classmethod
-    def from_api(cls, data: Mapping[str, Any]) -> "Model":
-        model = parse(cls, data, MODEL_FIELDS)
+    def from_api(cls, data: Mapping[str, Any], names: wire.Names = wire.DEFAULT) -> "Model":
+        """A catalog record in spelling ``names``; one without its id, output kind or listed cost is a
+        ServiceResponseError naming the field: a catalog is never read with no kinds or free models."""
+        who = f" {data.get(names.model_id)}" if isinstance(data, Mapping) and data.get(names.model_id) else ""
+        model = parse(cls, data, model_fields(names), required=("id", "output_type", "credits"), who=who)
         raw = data.get("pricing")
         pricing = None
         if isinstance(raw, Mapping):
@@ -253,8 +271,9 @@ class Estimate(Shown):
     _headline = ("model_id", "credits", "billing")
 
     @classmethod
-    def from_api(cls, data: Mapping[str, Any]) -> "Estimate":
-        return parse(cls, data, ESTIMATE_FIELDS)
+    def from_api(cls, data: Mapping[str, Any], names: wire.Names = wire.DEFAULT) -> "Estimate":
+        """An estimate answer in spelling ``names``; one without its credits is a ServiceResponseError."""
+        return parse(cls, data, estimate_fields(names), required=("credits",))
 
     def _repr_html_(self) -> str:
         return html.card(self.model_id, f"{self.credits} credits", [("billing", self.billing)])

@@ -12,11 +12,14 @@ from mediagen_nb.client.resources.fields import (
     OBJECT,
     RUN_FIELDS,
     Shown,
+    blueprint_build_fields,
     expect,
     parse,
     short,
 )
 from mediagen_nb.protocol import wire
+
+MARKETING_COMING = "marketing cuts still coming: they arrive after done; read the run again for them"
 
 
 def in_words(value: Any) -> str | None:
@@ -133,8 +136,8 @@ class BlueprintBuild(Shown):
     _headline = ("started", "reason")
 
     @classmethod
-    def from_api(cls, data: Mapping[str, Any]) -> "BlueprintBuild":
-        return parse(cls, data, {"started": wire.BLUEPRINT_STARTED, "reason": wire.BLUEPRINT_REASON})
+    def from_api(cls, data: Mapping[str, Any], names: wire.Names = wire.DEFAULT) -> "BlueprintBuild":
+        return parse(cls, data, blueprint_build_fields(names), required=("started",))
 
 
 @dataclass(frozen=True, repr=False)
@@ -180,6 +183,15 @@ class ReplicationRun(Shown):
     def done(self) -> bool:
         return self.status in ("done", "failed")
 
+    @property
+    def marketing_coming(self) -> bool:
+        """Done, but its marketing cuts have not arrived yet (the spec: they come slightly after ``done``)."""
+        return self.status == "done" and None in (self.marketing_video_url, self.marketing_video_url_169)
+
+    def __repr__(self) -> str:
+        shown = super().__repr__()
+        return shown[:-1] + ", marketing cuts still coming)" if self.marketing_coming else shown
+
     def _repr_html_(self) -> str:
         facts = [
             ("model", self.model_id),
@@ -190,6 +202,8 @@ class ReplicationRun(Shown):
         for label, url in (("compare", self.compare_video_url), ("replica", self.output_video_url)):
             if url:
                 body += f"<div>{escape(label)}<br>{html.media(url, 'video')}</div>"
+        if self.marketing_coming:
+            body += f"<div>{escape(MARKETING_COMING)}</div>"
         if self.share_url:
             body += f"<div>share: {html.link(self.share_url)}</div>"
         return html.card("Replication run", self.status, facts, body)

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mediagen_nb.client import html
-from mediagen_nb.client.resources.fields import JOB_FIELDS, OBJECT, OPTIONS_FIELDS, Shown, parse, short
+from mediagen_nb.client.resources.fields import Shown, job_fields, options_fields, parse, short
 from mediagen_nb.protocol import wire
 
 
@@ -38,8 +38,8 @@ class ShortVideoJob(Shown):
     _headline = ("id", "status", "progress", "credits_used", "video_url", "error", "reused")
 
     @classmethod
-    def from_api(cls, data: Mapping[str, Any]) -> "ShortVideoJob":
-        return parse(cls, data, JOB_FIELDS)
+    def from_api(cls, data: Mapping[str, Any], names: wire.Names = wire.DEFAULT) -> "ShortVideoJob":
+        return parse(cls, data, job_fields(names))
 
     @property
     def done(self) -> bool:
@@ -80,5 +80,5 @@ class VideoOptions(Shown):
     _headline = ("voices", "looks", "flows", "seconds")
 
     @classmethod
-    def from_api(cls, data: Mapping[str, Any]) -> "VideoOptions":
-        return parse(cls, data, OPTIONS_FIELDS, {wire.OPTIONS_SECONDS: OBJECT})
+    def from_api(cls, data: Mapping[str, Any], names: wire.Names = wire.DEFAULT) -> "VideoOptions":
+        return parse(cls, data, options_fields(names))

@@ -2,8 +2,7 @@
 
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from mediagen_nb.protocol import messages, wire
-from mediagen_nb.sandbox.catalog import BY_ID, MODELS
+from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.catalog.documents import llms_text, openapi_document
 from mediagen_nb.sandbox.catalog.records import example_record, record
 from mediagen_nb.sandbox.pipeline import Incoming
@@ -12,15 +11,18 @@ from mediagen_nb.sandbox.responses import not_found, ok
 
 async def models(incoming: Incoming) -> Response:
     """GET /v1/models."""
-    return ok({wire.MODELS_LIST: [record(m, incoming.base_url) for m in MODELS]})
+    names = incoming.world.wire
+    models = incoming.world.catalog.models
+    return ok({names.models_list: [record(m, incoming.base_url, names) for m in models]})
 
 
 async def model(incoming: Incoming) -> Response:
     """GET /v1/models/{id}: the record plus ``example`` when one exists."""
-    found = BY_ID.get(incoming.path("id"))
+    served = incoming.world.catalog.by_id
+    found = served.get(incoming.path("id"))
     if found is None:
-        raise not_found(messages.model_not_found(BY_ID))
-    body = record(found, incoming.base_url)
+        raise not_found(messages.model_not_found(served))
+    body = record(found, incoming.base_url, incoming.world.wire)
     example = example_record(found, incoming.base_url)
     if example is not None:
         body["example"] = example
@@ -29,9 +31,9 @@ async def model(incoming: Incoming) -> Response:
 
 async def openapi(incoming: Incoming) -> Response:
     """GET /v1/openapi.json."""
-    return JSONResponse(openapi_document(MODELS, incoming.base_url))
+    return JSONResponse(openapi_document(incoming.world.catalog.models, incoming.base_url))
 
 
 async def llms_txt(incoming: Incoming) -> Response:
     """GET /v1/llms.txt."""
-    return PlainTextResponse(llms_text(MODELS))
+    return PlainTextResponse(llms_text(incoming.world.catalog.models))

@@ -141,19 +141,16 @@ def _same_options(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(any(same_option(x, y) for y in b) for x in a)
 
 
-def check(model: ModelSpec) -> None:
-    """Refuse a model whose schema and price rule disagree (raised at import, naming every problem)."""
-    props = model.input_schema["properties"]
-    problems = [] if ID_PATTERN.match(model.id) and model.kind in KINDS else ["bad id or kind"]
-    problems += [f"required {n} not a property" for n in model.input_schema["required"] if n not in props]
-    problems += [f"{n} has no description" for n, p in props.items() if not p.get("description")]
-    problems += [f"prices unknown input {n}" for n in model.rule.varies_by() if n not in props]
-    rule = model.rule
+def rule_problems(rule: PriceRule, props: Mapping[str, Any]) -> list[str]:
+    """Where a price rule and a model's input properties disagree (none: the rule can price it)."""
+    problems = [f"prices unknown input {n}" for n in rule.varies_by() if not isinstance(props.get(n), dict)]
+    if problems:
+        return problems
     if isinstance(rule, PerOption) and not _same_options(rule.options(), props[rule.field].get("enum", [])):
         problems.append(f"price table of {rule.field} does not match its enum")
     for m in rule.multipliers:
-        options = [False, True] if props[m.field]["type"] == "boolean" else props[m.field].get("enum", [])
-        if not _same_options(m.options(), options):
+        boolean = props[m.field].get("type") == "boolean"
+        if not _same_options(m.options(), [False, True] if boolean else props[m.field].get("enum", [])):
             problems.append(f"multipliers of {m.field} do not match its options")
         if "default" not in props[m.field]:
             problems.append(f"{m.field} needs a default (the listed price is quoted at it)")
@@ -161,6 +158,16 @@ def check(model: ModelSpec) -> None:
         problems.append(f"{rule.field} is not an audio or video field")
     if isinstance(rule, PerOutputSecond) and "default" not in props[rule.field]:
         problems.append(f"{rule.field} needs a default")
+    return problems
+
+
+def check(model: ModelSpec) -> None:
+    """Refuse a model whose schema and price rule disagree (raised at import, naming every problem)."""
+    props = model.input_schema["properties"]
+    problems = [] if ID_PATTERN.match(model.id) and model.kind in KINDS else ["bad id or kind"]
+    problems += [f"required {n} not a property" for n in model.input_schema["required"] if n not in props]
+    problems += [f"{n} has no description" for n, p in props.items() if not p.get("description")]
+    problems += rule_problems(model.rule, props)
     if problems:
         raise CatalogError(f"catalog model {model.id}: " + "; ".join(problems))
 

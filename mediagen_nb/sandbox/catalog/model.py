@@ -41,7 +41,8 @@ class ModelSpec:
     def __post_init__(self) -> None:
         if not self.list_fields:
             props = self.input_schema.get("properties", {})
-            fields = tuple(n for n, p in props.items() if p.get("type") == "array" and media_kind(p))
+            lists = {n: p for n, p in props.items() if isinstance(p, dict) and p.get("type") == "array"}
+            fields = tuple(n for n, p in lists.items() if media_kind(p))
             object.__setattr__(self, "list_fields", fields)
 
 

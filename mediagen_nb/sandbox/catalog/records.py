@@ -10,20 +10,23 @@ from mediagen_nb.sandbox.catalog.model import ModelSpec
 SAMPLES_PREFIX = path("sandbox_samples", name="x").removesuffix("x")  # the folder of the samples
 
 
-def record(model: ModelSpec, base_url: str) -> dict[str, Any]:
-    """The public catalog record of ``model`` (list and single-model endpoints)."""
+def record(model: ModelSpec, base_url: str, names: wire.Names = wire.DEFAULT) -> dict[str, Any]:
+    """The public catalog record of ``model`` (list and single-model endpoints), spelled ``names``."""
     base = base_url.rstrip("/")
+    pricing = copy.deepcopy(model.pricing)
+    if pricing is not None:
+        pricing["type"] = names.pricing_type(pricing.get("type"))
     return {
-        wire.MODEL_ID: model.id,
-        wire.MODEL_NAME: model.name,
-        wire.MODEL_DESCRIPTION: model.description,
-        wire.MODEL_OUTPUT_TYPE: model.kind,
-        wire.MODEL_GROUP: model.group,
-        wire.MODEL_CREDITS: model.credits,
-        wire.MODEL_PREVIEW: base + path("sandbox_media", name=f"preview-{model.id}.png"),
+        names.model_id: model.id,
+        names.model_name: model.name,
+        names.model_description: model.description,
+        names.model_output_type: model.kind,
+        names.model_group: model.group,
+        names.model_credits: model.credits,
+        names.model_preview: base + path("sandbox_media", name=f"preview-{model.id}.png"),
         "input_schema": copy.deepcopy(model.input_schema),
-        "pricing": copy.deepcopy(model.pricing),
-        wire.MODEL_LINKS: {"run": base + path("run"), "poll": base + PATHS["generation"]},
+        "pricing": pricing,
+        names.model_links: {"run": base + path("run"), "poll": base + PATHS["generation"]},
     }
 
 

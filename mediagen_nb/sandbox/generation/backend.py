@@ -14,7 +14,7 @@ from mediagen_nb.protocol import limits, messages, schema, states
 from mediagen_nb.sandbox import catalog, lifecycle, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.fetch import media_seconds
-from mediagen_nb.sandbox.generation.outputs import face_frame, output_specs
+from mediagen_nb.sandbox.generation.outputs import face_frame, output_specs, seen_images
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, too_many
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class Generation:
     media_seconds: float | None = None
     webhook: str | None = None
     frame: tuple[int, int] | None = None  # lip-sync: the face image's size, whose aspect the video keeps
+    unseen: str | None = None  # why an image input cannot be seen by the model: the run fails, refunded
     status: str = states.PROCESSING
     output: dict[str, Any] | None = None
     error: str | None = None
@@ -73,17 +74,18 @@ class Generation:
             "mediaSeconds": self.media_seconds,
             "webhook": self.webhook,
             "frame": list(self.frame) if self.frame is not None else None,
+            "unseen": self.unseen,
             "status": self.status,
             "output": self.output,
             "error": self.error,
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], caller: Caller) -> "Generation":
+    def from_dict(cls, data: dict[str, Any], caller: Caller, models: catalog.Catalog) -> "Generation":
         gen = cls(
             id=data["id"],
             caller=caller,
-            model=catalog.BY_ID[data["modelId"]],
+            model=models.spec(data["modelId"]),
             input=data["input"],
             credits=data["credits"],
             created_at=data["createdAt"],
@@ -93,6 +95,7 @@ class Generation:
             media_seconds=data["mediaSeconds"],
             webhook=data["webhook"],
             frame=(data["frame"][0], data["frame"][1]) if data["frame"] is not None else None,
+            unseen=data.get("unseen"),  # states saved before image inputs were read have none
             status=data["status"],
             output=data["output"],
             error=data["error"],
@@ -114,11 +117,11 @@ class Priced:
     assumed: bool = False  # an estimate priced the spec's 30 s: the file's length could not be read
 
 
-def find_model(model_id: Any) -> catalog.ModelSpec:
+def find_model(models: catalog.Catalog, model_id: Any) -> catalog.ModelSpec:
     """Check 2: the model id is in the public catalog."""
-    model = catalog.BY_ID.get(model_id) if isinstance(model_id, str) else None
+    model = models.by_id.get(model_id) if isinstance(model_id, str) else None
     if model is None:
-        raise bad_request(messages.unknown_model(str(model_id or ""), catalog.BY_ID))
+        raise bad_request(messages.unknown_model(str(model_id or ""), models.by_id))
     return model
 
 
@@ -148,7 +151,7 @@ class GenerationBackend:
         self, model_id: Any, values: Any, webhook: Any, *, estimate: bool
     ) -> tuple[catalog.ModelSpec, dict[str, Any]]:
         """Check 2 (model in the catalog) and check 3 (webhook, then ``input`` an object)."""
-        model = find_model(model_id)
+        model = find_model(self.world.catalog, model_id)
         if webhook is not None and not estimate:
             await self.world.outbox.check(webhook)
         if not isinstance(values, dict):
@@ -217,7 +220,7 @@ class GenerationBackend:
             raise too_many(messages.TOO_MANY_GENERATIONS)
         try:
             priced = await self._price(model, values, webhook, estimate=False)
-            frame = await face_frame(model, priced.values, world.own_file)
+            seen, unseen = await seen_images(model, priced.values, world.own_file)
             lifecycle.admit(
                 world.accounts,
                 caller,
@@ -234,7 +237,8 @@ class GenerationBackend:
             world.starts.release(caller.account.id, token)
             raise
         world.accounts.charge(caller, priced.credits, RESOURCE, gen_id, modelId=model.id)
-        self._launch(gen_id, caller, priced, base_url).frame = frame  # before the run can settle
+        gen = self._launch(gen_id, caller, priced, base_url)  # then, before the run can settle:
+        gen.frame, gen.unseen = face_frame(model, seen), unseen
         return gen_id
 
     def _launch(self, gen_id: str, caller: Caller, priced: Priced, base_url: str) -> Generation:
@@ -268,18 +272,19 @@ class GenerationBackend:
         if gen.status != states.PROCESSING or world.clock.now() < gen.finish_at:
             return
         self.unsaved.add(gen.id)
-        if gen.outcome == lifecycle.SUCCEED:
+        if gen.outcome == lifecycle.SUCCEED and gen.unseen is None:
             gen.status = states.SUCCEEDED
             seed = world.rng("media", gen.id).randrange(2**31)
             specs = output_specs(gen.model, gen.input, gen.media_seconds, gen.frame, seed)
             gen.output = {"type": gen.model.kind, "urls": [world.media_url(gen.base_url, s) for s in specs]}
         else:
             gen.status = states.FAILED
-            gen.error = (
-                lifecycle.timed_out(gen.created_at, gen.finish_at)
-                if gen.outcome == lifecycle.TIMEOUT
-                else messages.model_failed(gen.model.name)
-            )
+            if gen.outcome == lifecycle.TIMEOUT:
+                gen.error = lifecycle.timed_out(gen.created_at, gen.finish_at)
+            elif gen.unseen is not None:
+                gen.error = messages.image_not_seen(gen.model.name, gen.unseen)
+            else:
+                gen.error = messages.model_failed(gen.model.name)
             world.accounts.refund(
                 gen.caller, gen.credits, RESOURCE, gen.id, modelId=gen.model.id, note=gen.status
             )

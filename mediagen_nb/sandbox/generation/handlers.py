@@ -2,7 +2,7 @@
 
 from starlette.responses import Response
 
-from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.protocol import limits, messages
 from mediagen_nb.sandbox import pricing
 from mediagen_nb.sandbox.pipeline import Incoming
 from mediagen_nb.sandbox.responses import bad_request, ok
@@ -50,12 +50,14 @@ async def estimate(incoming: Incoming) -> Response:
     """POST /v1/estimate: the price a run of the same body would charge; never charges."""
     body = await incoming.json()
     priced = await incoming.world.generations.estimate(body.get("modelId"), body.get("input"))
+    names, flagged = incoming.world.wire, incoming.world.catalog.flagged.get(priced.model.id)
+    billing = pricing.billing_text(priced.model, priced.values, priced.media_seconds, assumed=priced.assumed)
+    if flagged is not None:  # a snapshot's model whose price rule the sandbox could not know
+        billing += f"; the sandbox approximates this price: {flagged}"
     return ok(
         {
-            wire.ESTIMATE_MODEL: priced.model.id,
-            wire.ESTIMATE_CREDITS: priced.credits,
-            wire.ESTIMATE_BILLING: pricing.billing_text(
-                priced.model, priced.values, priced.media_seconds, assumed=priced.assumed
-            ),
+            names.estimate_model: priced.model.id,
+            names.estimate_credits: priced.credits,
+            names.estimate_billing: billing,
         }
     )

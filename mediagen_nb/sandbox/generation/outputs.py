@@ -1,18 +1,22 @@
-"""What a finished generation makes: the media files of its output, sized from its input.
+"""What a finished generation makes: the media files of its output, sized from its input, and the
+image inputs as its model sees them (an SVG drawn as PNG).
 
 Images keep the input's ``aspect_ratio`` (or ``width``/``height``, at most 768 px a side); videos are
 320 px on the long side, and a lip-sync video keeps the aspect ratio of its face image.
 """
 
+import asyncio
 import io
 from collections.abc import Mapping
 from typing import Any
 
 from PIL import Image
 
+from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.sandbox import catalog
-from mediagen_nb.sandbox.fetch import OwnFiles, image
+from mediagen_nb.sandbox.fetch import OwnFiles, Unreachable, image
 from mediagen_nb.sandbox.media import MediaSpec
+from mediagen_nb.sandbox.media.vector import NotDrawable
 
 MAX_SIDE = 768  # images are drawn at most this large; the real service's sizes do not matter here
 LIP_SYNC_GROUP = "Lip-sync"
@@ -47,17 +51,49 @@ def video_size(values: Mapping[str, Any], frame: tuple[int, int] | None = None) 
     return max(16, int(ratio[0] * scale) // 2 * 2), max(16, int(ratio[1] * scale) // 2 * 2)
 
 
-async def face_frame(
+async def seen_images(
     model: catalog.ModelSpec, values: Mapping[str, Any], own_files: OwnFiles
-) -> tuple[int, int] | None:
-    """The size of a lip-sync run's face ``image`` (the output keeps its aspect ratio); None if unreadable."""
-    url = values.get("image")
-    if model.group != LIP_SYNC_GROUP or not isinstance(url, str):
+) -> tuple[dict[str, bytes], str | None]:
+    """Every image input (lists too) as the model sees it, by name (``input_images[1]``): downloaded, an
+    SVG drawn as PNG (the spec's rule, ``fetch.image``); and why one cannot be seen (an SVG that cannot
+    be drawn), else None. One the sandbox cannot download counts as seen: it runs offline, and the spec
+    checks image links at no step of a start."""
+    links: list[tuple[str, str]] = []
+    for name, prop in model.input_schema.get("properties", {}).items():
+        value = values.get(name)
+        if media_kind(prop) != "image" or value is None:
+            continue
+        if isinstance(value, list):
+            links += [(f"{name}[{i}]", url) for i, url in enumerate(value) if isinstance(url, str)]
+        elif isinstance(value, str):
+            links.append((name, value))
+
+    async def see(url: str) -> bytes | str | None:
+        try:
+            return await image(url, own_files)
+        except Unreachable:
+            return None
+        except NotDrawable as exc:
+            return exc.looks_like
+
+    seen, unseen = {}, None
+    for (name, _), got in zip(links, await asyncio.gather(*(see(url) for _, url in links)), strict=True):
+        if isinstance(got, bytes):
+            seen[name] = got
+        elif isinstance(got, str) and unseen is None:
+            unseen = f"{name}, {got}"
+    return seen, unseen
+
+
+def face_frame(model: catalog.ModelSpec, seen: Mapping[str, bytes]) -> tuple[int, int] | None:
+    """The size of a lip-sync run's face ``image`` as seen (the output keeps its aspect ratio); None
+    if there is none or it is not an image."""
+    if model.group != LIP_SYNC_GROUP or "image" not in seen:
         return None
     try:
-        with Image.open(io.BytesIO(await image(url, own_files))) as face:  # an SVG drawn as PNG first
+        with Image.open(io.BytesIO(seen["image"])) as face:
             width, height = face.size
-    except Exception:  # unreachable or not an image: the spec checks neither at start; keep the default
+    except Exception:  # not an image: the spec checks none at start; keep the default
         return None
     return (width, height) if width > 0 and height > 0 else None
 

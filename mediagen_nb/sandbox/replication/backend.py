@@ -26,11 +26,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from mediagen_nb.protocol import limits, messages, schema, states, wire
+from mediagen_nb.protocol import limits, messages, schema, states
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, lifecycle, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec
+from mediagen_nb.sandbox.media.vector import NotDrawable
 from mediagen_nb.sandbox.replication.blueprint import TITLES, build_blueprint
 from mediagen_nb.sandbox.replication.links import Source, classify, probe, words
 from mediagen_nb.sandbox.replication.resources import Analysis, Run, RunRequest, run_request
@@ -199,6 +200,7 @@ class ReplicationBackend:
     def build(self, caller: Caller, analysis_id: str) -> dict[str, Any]:
         """``POST .../blueprint``: start writing the clip prompts of a shot-list-only analysis."""
         analysis = self.analysis(caller, analysis_id)
+        names = self.world.wire
         reason = None
         if analysis.status == states.ANALYZING:
             reason = messages.BLUEPRINT_ANALYZING
@@ -209,13 +211,13 @@ class ReplicationBackend:
         elif not analysis.shot_list_only:
             reason = messages.BLUEPRINT_BUILT
         if reason is not None:
-            return {wire.BLUEPRINT_STARTED: False, wire.BLUEPRINT_REASON: reason}
+            return {names.blueprint_started: False, names.blueprint_reason: reason}
         assert analysis.blueprint is not None  # a ready analysis has its shot list
         build_seconds = BLUEPRINT_BASE_SECONDS + BLUEPRINT_PER_CLIP * len(analysis.blueprint["clips"])
         analysis.build_at = self.world.clock.now() + build_seconds
         self.unsaved_analyses.add(analysis.id)
         self.world.schedule(build_seconds, lambda: self.settle(analysis))
-        return {wire.BLUEPRINT_STARTED: True}
+        return {names.blueprint_started: True}
 
     # --- runs
 
@@ -231,7 +233,7 @@ class ReplicationBackend:
     ) -> tuple[Run, bool]:
         """``POST .../replicate``: body rules, the Idempotency-Key, then readiness, clips, cap, balance."""
         analysis = self.analysis(caller, analysis_id)
-        request = run_request(body)
+        request = run_request(body, self.world.catalog)
         if request.webhook is not None:
             await self.world.outbox.check(request.webhook)
 
@@ -255,6 +257,8 @@ class ReplicationBackend:
             raise bad_request(messages.CLIP_OUT_OF_RANGE)
         if request.audio is not None and request.audio["mode"] == "upload":
             await self._check_track(request.audio["url"])
+        if request.character_image is not None:
+            await self._see_character(request.character_image)
         groups = pack(clips, selected, request.accuracy, request.model.id in MULTI_SHOT_MODELS)
         takes = [self._take(request, g, clips[g[-1]]["end"] - clips[g[0]]["start"]) for g in groups]
         image = request.character_image
@@ -302,6 +306,17 @@ class ReplicationBackend:
             await fetch.download(url, self.world.own_file)
         except fetch.Unreachable:
             raise bad_request(messages.media_not_reachable("audio")) from None
+
+    async def _see_character(self, url: str) -> None:
+        """The character image as the models see it: an SVG drawn as PNG (the spec's rule for image
+        links); one that cannot be drawn is refused before any charge. One the sandbox cannot download
+        counts as seen (it runs offline; the spec checks only moderation here)."""
+        try:
+            await fetch.image(url, self.world.own_file)
+        except fetch.Unreachable:
+            pass
+        except NotDrawable as exc:
+            raise bad_request(messages.image_unreadable("characterImage", exc.looks_like)) from None
 
     @staticmethod
     def _take(request: RunRequest, clips: list[int], seconds: float) -> Take:

@@ -129,7 +129,7 @@ class RunRequest:
     webhook: str | None
 
 
-def run_request(body: Mapping[str, Any]) -> RunRequest:
+def run_request(body: Mapping[str, Any], models: catalog.Catalog) -> RunRequest:
     """The replicate body checked by the spec's rules (``protocol.replication``, the client's own),
     with defaults (the webhook's host is checked by the backend)."""
     try:
@@ -143,7 +143,7 @@ def run_request(body: Mapping[str, Any]) -> RunRequest:
 
     audio = body.get("audio")
     return RunRequest(
-        catalog.BY_ID[given("modelId")],
+        models.spec(given("modelId")),
         given("quality"),
         given("accuracy"),
         body.get("clips"),
@@ -220,12 +220,14 @@ class Run:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], analysis: Analysis, caller: Caller) -> "Run":
+    def from_dict(
+        cls, data: dict[str, Any], analysis: Analysis, caller: Caller, models: catalog.Catalog
+    ) -> "Run":
         return cls(
             id=data["id"],
             analysis=analysis,
             caller=caller,
-            model=catalog.BY_ID[data["modelId"]],
+            model=models.spec(data["modelId"]),
             quality=data["quality"],
             accuracy=data["accuracy"],
             takes=[Take(**{**take, "clips": tuple(take["clips"])}) for take in data["takes"]],

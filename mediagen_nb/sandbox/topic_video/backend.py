@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from mediagen_nb.protocol import messages, states, wire
+from mediagen_nb.protocol import messages, states
 from mediagen_nb.sandbox import lifecycle
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec
@@ -156,19 +156,20 @@ class Job:
         return round(min(0.99, max(0.0, (now - self.created_at) / total)), 3) if total > 0 else 0.0
 
     def public(self, world: "World") -> dict[str, Any]:
-        """The job read response, with the names the spec does not show from ``protocol.wire``."""
+        """The job read response, with the names the spec does not show as the world spells them."""
+        names = world.wire
         return {
             "jobId": self.id,
             "status": self.status,
             "stage": self.status,
-            wire.JOB_PROGRESS: self.progress(world.clock.now()),
-            wire.JOB_SCRIPT: self.script,
-            wire.JOB_PORTRAIT: self.portrait_url,
-            wire.JOB_LIPSYNC: self.lipsync_url,
+            names.job_progress: self.progress(world.clock.now()),
+            names.job_script: self.script,
+            names.job_portrait: self.portrait_url,
+            names.job_lipsync: self.lipsync_url,
             "videoUrl": self.video_url,
-            wire.JOB_CREDITS: self.credits_used,
-            wire.JOB_EDIT_REPORT: self.edit_report,
-            wire.JOB_DEGRADED: bool(self.skipped),
+            names.job_credits: self.credits_used,
+            names.job_edit_report: self.edit_report,
+            names.job_degraded: bool(self.skipped),
             "flow": self.flow,
             "topic": self.topic,
             "voice": self.voice,
@@ -205,12 +206,13 @@ class TopicVideoBackend:
         self, caller: Caller, body: Mapping[str, Any], *, at_capacity: bool, base_url: str
     ) -> tuple[Job, bool]:
         """``POST {topic root}``: body rules, the body's idempotency key, then cap, balance and the job."""
-        plan = options.plan(body)
+        names = self.world.wire
+        plan = options.plan(body, names)
         if plan.webhook is not None:
             await self.world.outbox.check(plan.webhook)
-        key = body.get(wire.JOB_IDEMPOTENCY)
+        key = body.get(names.job_idempotency)
         if key is not None and (not isinstance(key, str) or not key):
-            raise bad_request(messages.wrong_type(wire.JOB_IDEMPOTENCY, "a non-empty string"))
+            raise bad_request(messages.wrong_type(names.job_idempotency, "a non-empty string"))
 
         async def create() -> str:
             return self._create(caller, plan, at_capacity, base_url).id
@@ -262,7 +264,7 @@ class TopicVideoBackend:
     ) -> Job:
         """``POST {topic root}/{jobId}/reedit``: a new job re-cutting the lip-sync of a caller's job."""
         parent = self.job(caller, job_id)
-        edit = options.edit(body, options.Edit(parent.flow, parent.captions, parent.music))
+        edit = options.edit(body, options.Edit(parent.flow, parent.captions, parent.music), options.REEDIT)
         if parent.lipsync_url is None or parent.status == states.FAILED:
             raise bad_request(messages.REEDIT_NEEDS_LIPSYNC)
         steps = edit_steps(edit.flow, edit.captions, edit.music, parent.speech_seconds)

@@ -17,7 +17,7 @@ async def start(incoming: Incoming) -> Response:
 
 async def options(incoming: Incoming) -> Response:
     """GET {topic root}/options: voices by gender, looks, edit styles, length bounds and defaults."""
-    return ok(choices.options())
+    return ok(choices.options(incoming.world.wire))
 
 
 async def read(incoming: Incoming) -> Response:
