@@ -31,6 +31,7 @@ ENV_PREVIEW = "MEDIAGEN_PREVIEW"  # where previews load a sandbox's media from: 
 ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"  # where local files go: an fsspec URL
 ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"  # where the limiters' windows are shared: a file, or Redis
 HUB_PREFIX = "JUPYTERHUB_SERVICE_PREFIX"  # set by JupyterHub and Binder: the Jupyter server's path
+COLAB_RELEASE = "COLAB_RELEASE_TAG"  # set by Google Colab in its runtimes
 
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
 SERVICE_TIME_SCALE = 1.0  # a service at MEDIAGEN_BASE_URL runs in real time unless told otherwise
@@ -106,6 +107,12 @@ def preview() -> str:
 def hub_prefix() -> str | None:
     """The Jupyter server's path on JupyterHub and Binder (``/user/name/``), or None elsewhere."""
     return _text(HUB_PREFIX)
+
+
+def on_colab() -> bool:
+    """True in a Google Colab runtime (it sets ``COLAB_RELEASE_TAG``), whose browser cannot reach the
+    runtime's 127.0.0.1: a sandbox's previews are inlined there."""
+    return _text(COLAB_RELEASE) is not None
 
 
 def upload_url() -> str | None:

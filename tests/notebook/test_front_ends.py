@@ -131,3 +131,16 @@ def test_in_a_real_kernel_background_output_stays_in_its_cell(
     assert WIDGET in outputs[5][0].data and "No form above?" in outputs[5][1].data["text/html"]
     assert "gpt-image-2" in outputs[6][0].data["text/html"]
     nbformat.write(notebook, tmp_path / "saved.ipynb")
+
+
+def test_on_colab_a_sandbox_s_previews_are_inlined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Colab's browser cannot reach the runtime's 127.0.0.1: the preview path inlines the media there."""
+    from mediagen_nb.client import previews
+
+    monkeypatch.delenv(settings.ENV_PREVIEW, raising=False)
+    monkeypatch.delenv("JUPYTERHUB_SERVICE_PREFIX", raising=False)
+    previews.preview_mode(None)
+    assert previews.preview_mode() == "direct"
+    monkeypatch.setenv("COLAB_RELEASE_TAG", "release-colab-20260819")
+    assert previews.preview_mode() == "inline"
+    assert previews.shown("https://cdn.example.org/a.png", "image") == "https://cdn.example.org/a.png"
