@@ -144,3 +144,26 @@ def test_on_colab_a_sandbox_s_previews_are_inlined(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("COLAB_RELEASE_TAG", "release-colab-20260819")
     assert previews.preview_mode() == "inline"
     assert previews.shown("https://cdn.example.org/a.png", "image") == "https://cdn.example.org/a.png"
+
+
+def test_what_a_thread_prints_goes_to_the_cell_that_started_it(tmp_path: Path) -> None:
+    """A text progress bar redrawn from the loop thread writes under the starting cell's parent where
+    the kernel lets a thread have one (ipykernel 7 and later): never into the cell that runs now."""
+    import ipykernel
+
+    if int(ipykernel.__version__.split(".")[0]) < 7:
+        pytest.skip("ipykernel 6 has one parent per process: live views use display_id updates there")
+    notebook = _cells(
+        "import threading, time\nfrom mediagen_nb.batch import routing\nready = threading.Event()\n"
+        "route = routing.here()\n"
+        "def late():\n    ready.wait(30)\n    with route.applied():\n        print('from the thread')\n"
+        "    print('unrouted')\n"
+        "threading.Thread(target=late).start()",
+        "ready.set()\ntime.sleep(1)\nprint('the next cell')",
+    )
+    NotebookClient(
+        notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": tmp_path}}
+    ).execute()
+    later = "".join(o.get("text", "") for o in notebook.cells[1].outputs)
+    assert "the next cell" in later and "unrouted" in later  # the newest cell's, without a route
+    assert "from the thread" not in later  # routed to its own cell (nbclient no longer listens there)
