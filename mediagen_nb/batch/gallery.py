@@ -7,7 +7,9 @@ a column and one column per value of another. Everything is escaped and nothing 
 load lazily, so a page of hundreds of images scrolls smoothly.
 """
 
-from collections.abc import Sequence
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from html import escape
 from typing import Any
 
@@ -166,3 +168,49 @@ class Gallery:
             f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title></head>'
             f"<body><h1>{escape(title)}</h1>{self._repr_html_()}</body></html>"
         )
+
+
+class LiveGallery:
+    """A gallery that fills in as rows end (``handle.preview(live=True)``), drawn on a thread of its own.
+
+    No widget: each drawing is static HTML put into its display by ``display_id``, so it shows in
+    every front end (Colab, VS Code offline, a reopened or exported notebook keeps the last drawing)
+    and stays in the cell that showed it, whichever cell runs while it fills in.
+    """
+
+    def __init__(self, draw: Callable[[], Gallery], ended: Iterable[Any]) -> None:
+        self._draw = draw
+        self.value = draw()._repr_html_()  # the HTML drawn last
+        self._id = uuid.uuid4().hex
+        self._shown = False
+        self._lock = threading.Lock()
+
+        def follow() -> None:
+            for _ in ended:
+                self._redraw()
+            self._redraw()  # the final frame, with every row's result
+
+        threading.Thread(target=follow, name="mediagen-live-preview", daemon=True).start()
+
+    def _redraw(self) -> None:
+        with self._lock:
+            self.value = self._draw()._repr_html_()
+            if self._shown:
+                from IPython.display import update_display
+
+                update_display(self._repr_mimebundle_(), raw=True, display_id=self._id)
+
+    def __repr__(self) -> str:
+        return (
+            f"<LiveGallery: {self.value.count('<img ')} images, {self.value.count('<video ')} videos so far>"
+        )
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, str]:
+        return {"text/html": self.value, "text/plain": repr(self)}
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        with self._lock:
+            display(self._repr_mimebundle_(), raw=True, display_id=self._id)
+            self._shown = True

@@ -19,7 +19,7 @@ from html import escape
 from queue import Empty, Queue
 from typing import Any
 
-from mediagen_nb.batch import loop
+from mediagen_nb.batch import loop, routing
 from mediagen_nb.batch.plan import Row
 from mediagen_nb.batch.scheduler import Outcome, Progress, Sweep, outcome_fields
 
@@ -173,28 +173,15 @@ class SweepHandle:
         return self._finish(dict(self._sweep.outcomes))
 
     def preview(self, live: bool = False, **options: Any) -> Any:
-        """The frame so far as a gallery (``df.mediagen.preview``'s options); ``live=True`` gives a widget
-        that fills in as rows finish, redrawn from a thread of its own so the kernel stays free."""
+        """The frame so far as a gallery (``df.mediagen.preview``'s options); ``live=True`` gives one that
+        fills in as rows finish, redrawn from a thread of its own so the kernel stays free."""
         from mediagen_nb.batch.frames import as_pandas
-        from mediagen_nb.batch.gallery import Gallery
+        from mediagen_nb.batch.gallery import Gallery, LiveGallery
 
         def drawn() -> Gallery:
             return Gallery(as_pandas(self.frame()), **options)
 
-        first = drawn()
-        if not live:
-            return first
-        import ipywidgets as widgets
-
-        view = widgets.HTML(first._repr_html_())
-
-        def follow() -> None:
-            for _ in self.as_completed():
-                view.value = drawn()._repr_html_()
-            view.value = drawn()._repr_html_()  # the final frame, with every row's result
-
-        threading.Thread(target=follow, name="mediagen-live-preview", daemon=True).start()
-        return view
+        return LiveGallery(drawn, self.as_completed()) if live else drawn()
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop starting rows; starts already sent are answered and recorded, finished rows are kept."""
@@ -323,9 +310,10 @@ def progress_bar(progress: Progress, total: int, enabled: bool, where: str) -> A
 
     bar = tqdm(total=total, desc=f"mediagen · {where}", unit="row")
     lock = threading.Lock()
+    route = routing.here()  # a text bar (no widgets) redrawn from the loop stays in the sweep's cell
 
     def update(p: Progress) -> None:
-        with lock:
+        with lock, route.applied():
             bar.n = p.done + p.failed
             bar.set_postfix(
                 done=p.done, failed=p.failed, running=p.running, spent=p.spent, reused=p.reused, refresh=False

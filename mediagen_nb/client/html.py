@@ -46,10 +46,25 @@ def media(url: object, kind: str | None, *, width: int | None = None) -> str:
             f'<img src="{src}" loading="lazy" style="max-width:{width}px;max-height:{width}px" alt="output">'
         )
     if kind == "video":
-        return f'<video src="{src}" controls preload="metadata" style="max-width:{width}px"></video>'
+        player = f'<video src="{src}" controls preload="metadata" style="max-width:{width}px"></video>'
+        return f"<div>{player}{download(url)}</div>"
     if kind == "audio":
-        return f'<audio src="{src}" controls preload="metadata"></audio>'
+        return f'<div><audio src="{src}" controls preload="metadata"></audio>{download(url)}</div>'
     return link(url)
+
+
+def download(url: object) -> str:
+    """A small "download" link to a video or audio, beside its player: where the player cannot play it
+    (a front end without the codec, a notebook opened where the media are not served), the file is a
+    click away. It goes through the preview path like the player, never inlined."""
+    src = safe_url(url)
+    if src is None or not isinstance(url, str):
+        return ""
+    src = escape(previews.shown(url.strip(), None), quote=True)
+    return (
+        f'<div style="font-size:12px"><a href="{src}" download target="_blank" '
+        f'rel="noopener noreferrer">download</a></div>'
+    )
 
 
 def link(url: object, text: str | None = None) -> str:

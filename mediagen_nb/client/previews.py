@@ -10,7 +10,8 @@ outputs outlives the sandbox. ``MEDIAGEN_PREVIEW`` (or :func:`preview_mode`) cho
 - ``inline``: a loopback image (and audio or video up to ``INLINE_LIMIT``) as a ``data:`` URI in the
   output itself, so a saved notebook shows it with the sandbox gone; larger files stay links;
 - ``auto`` (the default): ``proxy`` on JupyterHub and Binder (``JUPYTERHUB_SERVICE_PREFIX`` set) when
-  jupyter-server-proxy is installed, else ``direct``.
+  jupyter-server-proxy is installed, ``inline`` on Google Colab (its browser cannot reach the
+  runtime's loopback), else ``direct``.
 
 Only loopback URLs are ever rewritten: the service's https URLs are public and always go direct.
 """
@@ -47,6 +48,8 @@ def preview_width(width: int) -> None:
 
 def _resolved() -> str:
     mode = PROCESS.preview_mode or settings.preview()
+    if mode == "auto" and settings.on_colab():
+        return "inline"
     if mode == "auto":
         on_hub = settings.hub_prefix() is not None
         proxied = on_hub and importlib.util.find_spec("jupyter_server_proxy") is not None

@@ -34,6 +34,7 @@ ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"  # where local files go: an fsspec URL
 ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"  # where the limiters' windows are shared: a file, or Redis
 ENV_MARKETING_WAIT = "MEDIAGEN_MARKETING_WAIT"  # service seconds a replica's wait gives its marketing cuts
 HUB_PREFIX = "JUPYTERHUB_SERVICE_PREFIX"  # set by JupyterHub and Binder: the Jupyter server's path
+COLAB_RELEASE = "COLAB_RELEASE_TAG"  # set by Google Colab in its runtimes
 
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
 SERVICE_TIME_SCALE = 1.0  # a service at MEDIAGEN_BASE_URL runs in real time unless told otherwise
@@ -130,6 +131,12 @@ def hub_prefix() -> str | None:
 def wire_path() -> str | None:
     """``MEDIAGEN_WIRE``: a names file with the service's spelling of the names the spec does not show."""
     return _text(ENV_WIRE)
+
+
+def on_colab() -> bool:
+    """True in a Google Colab runtime (it sets ``COLAB_RELEASE_TAG``), whose browser cannot reach the
+    runtime's 127.0.0.1: a sandbox's previews are inlined there."""
+    return _text(COLAB_RELEASE) is not None
 
 
 def upload_url() -> str | None:

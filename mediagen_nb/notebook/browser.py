@@ -10,6 +10,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from mediagen_nb.client import Client, MediagenError, Model, html
+from mediagen_nb.notebook import compat
 from mediagen_nb.notebook.forms import Form
 from mediagen_nb.notebook.prices import listed_price
 from mediagen_nb.notebook.session import SESSION
@@ -18,6 +19,11 @@ ALL = "all"
 KINDS = (ALL, "image", "video", "audio")
 PAGE_SIZE = 24
 PREVIEW_WIDTH = 160
+NO_WIDGETS = (
+    "The catalog browser. Nothing above? This front end shows no widgets (a saved, exported or offline "
+    "notebook): run the cell again in JupyterLab, Colab or VS Code, or list the models with "
+    '%mediagen models [--kind image|video|audio] [TEXT] and open one with mg.form("MODEL").'
+)
 
 
 def card_html(model: Model) -> str:
@@ -87,8 +93,12 @@ class CatalogBrowser:
         return f"<CatalogBrowser {len(self.shown)} of {len(self.models)} models, page {self.page + 1}>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """Render as the browser's widget when it is a cell's last expression."""
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The browser's widget, with a plain-text form saying what to do where widgets do not show."""
+        return compat.widget_bundle(self.widget, f"{self!r}\n{NO_WIDGETS}")
+
+    def _ipython_display_(self) -> None:
+        """Shown as the browser's widget, and under it a line that stays where no widget shows."""
+        compat.show(self.widget, repr(self), NO_WIDGETS)
 
     def filter(
         self, kind: str | None = None, group: str | None = None, text: str | None = None

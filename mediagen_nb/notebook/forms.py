@@ -21,7 +21,7 @@ import ipywidgets as widgets
 
 from mediagen_nb.client import Client, Generation, GenerationError, MediagenError, Model, ValidationError
 from mediagen_nb.client.ledger import via
-from mediagen_nb.notebook import parsing
+from mediagen_nb.notebook import compat, parsing
 from mediagen_nb.notebook.inputs import Field, build_field
 from mediagen_nb.notebook.live import Ticker, reused_note
 from mediagen_nb.notebook.prices import listed_price, price_inputs, quote, stand_in
@@ -145,19 +145,17 @@ class Form:
             value=False,
             description="new variation",
             indent=False,
-            tooltip="Off: the same input returns the earlier result at no charge. On: a new generation.",
             layout=widgets.Layout(width="auto"),
+        )
+        compat.tooltip(
+            self.fresh, "Off: the same input returns the earlier result at no charge. On: a new generation."
         )
         self.status = widgets.HTML()
         self.result = widgets.HTML()
         self.code_view = widgets.Textarea(layout=widgets.Layout(width="100%", height="9em"))
         self._history_box = widgets.VBox()
-        self.history_view = widgets.Accordion(
-            children=[self._history_box], titles=("history (0)",), selected_index=None
-        )
-        code_view = widgets.Accordion(
-            children=[self.code_view], titles=("copy as code",), selected_index=None
-        )
+        self.history_view = compat.accordion(self._history_box, "history (0)")
+        code_view = compat.accordion(self.code_view, "copy as code")
         self.widget = widgets.VBox(
             [
                 self.header,
@@ -185,8 +183,20 @@ class Form:
         return f"<Form {self.model.id}: {len(self.fields)} fields, {len(self.history)} results>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """Render as the form's widget when it is a cell's last expression."""
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The form's widget, with a plain-text form saying what to do where widgets do not show."""
+        return compat.widget_bundle(self.widget, f"{self!r}\n{self._no_widgets()}\n\n{self.code()}")
+
+    def _ipython_display_(self) -> None:
+        """Shown as the form's widget, and under it a line that stays where no widget shows (a saved,
+        exported or offline notebook), with the form's run as code."""
+        compat.show(self.widget, repr(self), self._no_widgets(), str(self.code()))
+
+    def _no_widgets(self) -> str:
+        return (
+            f"The form of {self.model.id}. No form above? This front end shows no widgets (a saved, "
+            "exported or offline notebook): run the cell again in JupyterLab, Colab or VS Code, "
+            "or run its copy as code:"
+        )
 
     def _header(self) -> str:
         model = self.model

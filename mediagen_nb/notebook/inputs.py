@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import ipywidgets as widgets
 
 from mediagen_nb.client import html
+from mediagen_nb.notebook import compat
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.schema import media_kind
 
@@ -270,8 +271,8 @@ class MediaField(Field):
     def _picked(self, change: Any) -> None:
         from mediagen_nb.client.uploads import keep
 
-        for item in change["new"] or ():
-            self.input.value = str(keep(str(item["name"]), bytes(item["content"])))
+        for name, content in compat.picked_files(change["new"]):
+            self.input.value = str(keep(name, content))
 
     @property
     def value(self) -> str | None:

@@ -47,7 +47,7 @@ from mediagen_nb.notebook.options import (
     OUTPUT,
     SUBCOMMANDS,
 )
-from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.notebook.session import SESSION, colab_secret
 from mediagen_nb.notebook.tables import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.protocol.messages import did_you_mean
 
@@ -384,13 +384,18 @@ class MediagenMagics(Magics):
         return client.estimate(model.id, fields.inputs)
 
     def _cmd_key(self, words: list[str]) -> None:
-        """Ask for a key without echoing it; it goes into the client only, never the notebook."""
+        """Colab's secret MEDIAGEN_API_KEY when there is one, else ask without echoing; the key goes
+        into the client only, never the notebook."""
         from mediagen_nb.client import Client, settings
 
-        key = getpass.getpass("MEDIAGEN API key (pk_live_...): ").strip()
+        key = colab_secret(settings.ENV_KEY) or getpass.getpass("MEDIAGEN API key (pk_live_...): ").strip()
         if not key:
             raise MagicError("no key entered; nothing changed")
-        base_url = settings.base_url() or input("Service base URL (the spec's {base_url}): ").strip()
+        base_url = (
+            settings.base_url()
+            or colab_secret(settings.ENV_BASE_URL)
+            or input("Service base URL (the spec's {base_url}): ").strip()
+        )
         client = SESSION.use(Client(key, base_url=base_url or None))
         del key
         print(

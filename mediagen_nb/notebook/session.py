@@ -3,7 +3,8 @@
 Magics, forms and the catalog browser read ``SESSION.client``, which is always
 :func:`mediagen_nb.client.connection.current`, so ``%mediagen use`` / ``%mediagen key`` and
 ``mediagen_nb.use(...)`` switch them together with ``df.mediagen`` and the CLI. A key typed with
-getpass lives only inside the client's Secret: never in the user namespace, never printed.
+getpass, or read from Colab's secrets, lives only inside the client's Secret: never in the user
+namespace, never printed.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,20 @@ class Session:
             self.history.append(item)
         else:
             self.history = [item if getattr(old, "id", None) == item.id else old for old in self.history]
+
+
+def colab_secret(name: str) -> str | None:
+    """Colab's secret ``name`` (the key icon of its sidebar) when this kernel runs on Colab and the
+    notebook was granted it; else None (then ``%mediagen key`` asks with getpass)."""
+    try:
+        from google.colab import userdata  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    try:
+        value = userdata.get(name)
+    except Exception:  # not defined, or access not granted: the user is asked instead
+        return None
+    return str(value).strip() or None if value else None
 
 
 SESSION = Session()
