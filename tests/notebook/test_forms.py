@@ -423,6 +423,8 @@ def test_from_api_records_with_odd_shapes_build(make: Callable[..., Form]) -> No
     model = Model.from_api(
         {
             "id": "odd",
+            "outputType": "image",
+            "credits": 1,
             "input_schema": {
                 "properties": {
                     "config": {"type": "object"},
