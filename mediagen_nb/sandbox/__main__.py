@@ -38,6 +38,11 @@ def parser() -> argparse.ArgumentParser:
         "--deliver-public-webhooks", action="store_true", help="really POST webhooks to public hosts"
     )
     p.add_argument(
+        "--agent-tokens-only",
+        action="store_true",
+        help="the agent server (/mcp) refuses API keys and takes only OAuth access tokens (sign-in)",
+    )
+    p.add_argument(
         "--data-dir",
         type=Path,
         default=None,
@@ -133,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             allow_private_webhooks=args.allow_private_webhooks,
             deliver_public_webhooks=args.deliver_public_webhooks,
             data_dir=args.data_dir,
+            agent_keys=not args.agent_tokens_only,
         )
     except StateError as exc:
         print(f"mediagen sandbox: {exc}", file=sys.stderr)
@@ -151,6 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, value in sandbox.client_env().items():
         print(f"  export {name}={value}" + (f"   # {notes[name]}" if name in notes else ""))
+    from mediagen_nb.sandbox.agent import available
+
+    if available():
+        print(f"  agent (MCP) server at {sandbox.base_url}/mcp (`mediagen mcp-config` for Jupyter AI)")
+    else:
+        print("  no agent (MCP) server at /mcp: pip install 'mediagen-nb[agent]' to enable it")
     print("Press Ctrl-C to stop.", flush=True)
     try:
         sandbox.wait()
