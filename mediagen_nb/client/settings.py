@@ -14,11 +14,13 @@ from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCA
 
 __all__ = [
     "ENV_ACCOUNT",
+    "ENV_AGENT_TOKEN",
     "ENV_BASE_URL",
     "ENV_BUDGET",
     "ENV_KEY",
     "ENV_LEDGER",
     "ENV_LIMITS_URL",
+    "ENV_MCP_URL",
     "ENV_PREVIEW",
     "ENV_TIME_SCALE",
     "ENV_UPLOAD_URL",
@@ -30,6 +32,8 @@ ENV_BUDGET = "MEDIAGEN_BUDGET"  # the session budget, in credits
 ENV_PREVIEW = "MEDIAGEN_PREVIEW"  # where previews load a sandbox's media from: auto, direct, proxy, inline
 ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"  # where local files go: an fsspec URL
 ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"  # where the limiters' windows are shared: a file, or Redis
+ENV_MCP_URL = "MEDIAGEN_MCP_URL"  # the service's agent (MCP) server, the spec's {mcp_url} (not shown)
+ENV_AGENT_TOKEN = "MEDIAGEN_AGENT_TOKEN"  # an OAuth access token for it, where it takes no API key
 HUB_PREFIX = "JUPYTERHUB_SERVICE_PREFIX"  # set by JupyterHub and Binder: the Jupyter server's path
 
 EMBEDDED_TIME_SCALE = 30.0  # the embedded sandbox: a 30-second image takes a second
@@ -110,6 +114,14 @@ def hub_prefix() -> str | None:
 
 def upload_url() -> str | None:
     return _text(ENV_UPLOAD_URL)
+
+
+def mcp_url() -> str | None:
+    return _text(ENV_MCP_URL)
+
+
+def agent_token() -> str | None:
+    return _text(ENV_AGENT_TOKEN)
 
 
 def limits_url() -> str:
