@@ -6,11 +6,11 @@ from typing import Any
 
 import httpx
 import pytest
+from _agent import advance, agent, balance, call, ledger, net, pkce, refusal, sign_in
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
-from tests.sandbox._agent import advance, agent, balance, call, ledger, net, pkce, refusal, sign_in
 
 pytestmark = pytest.mark.anyio
 TOOLS = {

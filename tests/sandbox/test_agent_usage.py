@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 import pytest
+from _agent import advance, agent, balance, call, ledger, refusal, sign_in
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
-from tests.sandbox._agent import advance, agent, balance, call, ledger, refusal, sign_in
 
 pytestmark = pytest.mark.anyio
 RUN = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse", "quality": "low"}}  # 3 credits
