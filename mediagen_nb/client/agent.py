@@ -111,9 +111,20 @@ def _in_own_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return pool.submit(lambda: asyncio.run(make())).result()
 
 
+def _sdk() -> tuple[Any, Any]:
+    """The MCP SDK's client session and streamable HTTP transport; the extra to install when it is absent."""
+    try:
+        from mcp import ClientSession
+        from mcp.client import streamable_http
+    except ImportError:
+        raise errors.ConfigurationError(f"the agent server is read through the MCP SDK: {EXTRA}") from None
+    return ClientSession, streamable_http
+
+
 def check_usage(core: Core) -> Usage:
     """``check_usage`` on the agent server of ``core``'s service, with its key or a signed-in token."""
     url = mcp_url(core.settings)
+    _sdk()  # before any request is booked
     token = signed_in(url)
     if token is not None:
         return _in_own_thread(lambda: ask_usage(url, token))
@@ -129,17 +140,13 @@ def check_usage(core: Core) -> Usage:
 async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> Usage:
     """``check_usage`` on a fresh MCP session; every failure is one of our errors, naming the server."""
     tool = "check_usage"
-    try:
-        from mcp import ClientSession
-        from mcp.client import streamable_http
-    except ImportError:
-        raise errors.ConfigurationError(f"the agent server is read through the MCP SDK: {EXTRA}") from None
+    client_session, streamable_http = _sdk()
     auth = BearerAuth(credential)
     try:
         async with (
             httpx.AsyncClient(auth=auth, timeout=TIMEOUT, follow_redirects=False) as http,
             _transport(streamable_http, url, http, auth) as (read, write, _),
-            ClientSession(read, write) as session,
+            client_session(read, write) as session,
         ):
             await session.initialize()
             result = await session.call_tool(tool, {})

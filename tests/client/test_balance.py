@@ -5,6 +5,7 @@ figures checked against the sandbox's own account and ledger."""
 import json
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,3 +210,11 @@ def test_mcp_config_masks_a_real_key_unless_written(monkeypatch: pytest.MonkeyPa
     assert "realsecret123" not in written.stdout + written.stderr and "keep it out of git" in written.stdout
     (entry,) = json.loads((tmp_path / ".jupyter" / "mcp_settings.json").read_text())["mcp_servers"]
     assert entry["headers"] == [{"name": "Authorization", "value": "Bearer pk_live_realsecret123"}]
+
+
+def test_without_the_sdk_the_balance_names_the_extra(
+    served: Sandbox, client: mg.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the agent extra were not installed
+    with pytest.raises(mg.ConfigurationError, match=r"pip install 'mediagen-nb\[agent\]'"):
+        mg.balance(client)

@@ -291,3 +291,22 @@ def test_an_access_token_has_60_requests_a_minute() -> None:
         assert _statuses(base, sign_in(base, "another client"), 1) == [200]  # per token
         advance(base, 60)
         assert _statuses(base, token, 1) == [200]
+
+
+def test_without_the_sdk_the_sandbox_says_how_to_enable_mcp(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mediagen_nb.sandbox import agent as agent_server
+
+    monkeypatch.setattr(agent_server, "available", lambda: False)
+    sandbox = Sandbox(SandboxConfig(time_scale=600, seed=1))
+
+    async def answers() -> tuple[httpx.Response, httpx.Response]:
+        async with httpx.AsyncClient(transport=sandbox.transport(), base_url="http://sandbox.test") as client:
+            auth = {"Authorization": f"Bearer {sandbox.demo_key}"}
+            return await client.post(path("mcp"), json={}, headers=auth), await client.get(path("models"))
+
+    import asyncio
+
+    mcp, models = asyncio.run(answers())
+    assert mcp.status_code == 501 and mcp.json()["message"] == messages.AGENT_NEEDS_EXTRA
+    assert "mediagen-nb[agent]" in mcp.json()["message"]
+    assert models.status_code == 200  # everything else is served
