@@ -60,7 +60,10 @@ class Usage:
         ):
             value = data.get(name)
             if not isinstance(value, kind) or isinstance(value, bool):
-                raise errors.ServiceResponseError(f"check_usage: {name} is not a {kind.__name__}", field=name)
+                wanted = "a whole number" if kind is int else "text"
+                raise errors.ServiceResponseError(
+                    errors.mask(f"check_usage: {name} is {value!r}, not {wanted}")[:200], field=name
+                )
             fields[attribute] = value
         return cls(**fields)
 
@@ -141,17 +144,26 @@ async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> 
     """``check_usage`` on a fresh MCP session; every failure is one of our errors, naming the server."""
     tool = "check_usage"
     client_session, streamable_http = _sdk()
+    unreadable: list[Exception] = []
+
+    async def stop_on_failure(message: Any) -> None:
+        """What the transport could not read (an answer that is not MCP) ends the session at once; left to
+        the SDK, the request would wait for an answer that never comes."""
+        if isinstance(message, Exception):
+            unreadable.append(message)
+            raise message
+
     auth = BearerAuth(credential)
     try:
         async with (
             httpx.AsyncClient(auth=auth, timeout=TIMEOUT, follow_redirects=False) as http,
             _transport(streamable_http, url, http, auth) as (read, write, _),
-            client_session(read, write) as session,
+            client_session(read, write, message_handler=stop_on_failure) as session,
         ):
             await session.initialize()
             result = await session.call_tool(tool, {})
     except BaseException as exc:  # the SDK's task groups wrap what went wrong
-        raise _failure(exc, url, with_key) from None
+        raise _failure(unreadable[0] if unreadable else exc, url, with_key) from None
     if result.isError:
         text = result.content[0].text if result.content and hasattr(result.content[0], "text") else tool
         status = (result.structuredContent or {}).get("statusCode")
@@ -187,6 +199,8 @@ def _failure(exc: BaseException, url: str, with_key: bool) -> BaseException:
                 raw = answer.content
             except (httpx.HTTPError, RuntimeError):
                 raw = b""
+            if not raw:  # the SDK streamed the answer and closed it unread
+                raw = _json(f"the agent server at {url} answered {answer.status_code}")
             error = errors.from_response(answer.status_code, raw)
             if answer.status_code == 401 and with_key:
                 return errors.AuthenticationError(
@@ -200,9 +214,9 @@ def _failure(exc: BaseException, url: str, with_key: bool) -> BaseException:
             return errors.ConnectionFailed(f"cannot reach the agent server at {url}: {type(leaf).__name__}")
         if isinstance(leaf, (KeyboardInterrupt, asyncio.CancelledError, errors.MediagenError)):
             return leaf
-    return errors.ServiceResponseError(
-        f"the agent server at {url} answered what MCP does not allow: {exc!r}"[:300]
-    )
+    leaf = _leaves(exc)[0]
+    said = errors.mask(f"{type(leaf).__name__}: {(str(leaf).splitlines() or [''])[0]}")[:200]
+    return errors.ServiceResponseError(f"the agent server at {url} answered what MCP does not allow ({said})")
 
 
 def jupyter_ai_entry(url: str, credential: str, name: str = "mediagen") -> dict[str, Any]:
