@@ -5,17 +5,26 @@ The REST API has no balance endpoint; the agent server's ``check_usage`` is the 
 tells what is left and what the month cost (``agent.py`` calls it). The ledger knows what this machine
 started; the account also counts what other machines and ledgers, agents and the web app started, so
 the difference is shown and explained rather than hidden. Both leave failed runs out.
+
+The ledger's month is this machine's calendar month; a sandbox counts its month on its own simulated
+clock (faster than real time), so on a sandbox whose month is another the figures are not compared.
 """
 
 import html
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from urllib.parse import urlsplit
+
+import httpx
 
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.agent import Usage, check_usage
 from mediagen_nb.client.clients import BaseClient
 from mediagen_nb.client.connection import current
+from mediagen_nb.protocol.paths import path
+
+MONTH = re.compile(r"\d{4}-\d{2}")
 
 
 def _runs(count: int) -> str:
@@ -33,6 +42,8 @@ class Balance:
     ledger_credits: int
     possibly_charged: int  # credits of starts never answered (apart: they may or may not be charged)
     estimated: int  # credits the service does not report per start (replica renders): estimates
+    ledger_month: str = ""  # "2026-11": the month the ledger was read for, on this machine's clock
+    account_month: str | None = None  # a sandbox's simulated month, where it is not ``ledger_month``
 
     @property
     def remaining(self) -> int:
@@ -52,7 +63,12 @@ class Balance:
         u = self.usage
         without_key = u.month_runs - u.month_api_runs
         lines = []
-        if self.other_runs > 0 or self.other_credits > 0:
+        if self.account_month is not None:
+            lines.append(
+                f"the sandbox's clock runs faster than this machine's: its month is {self.account_month}, "
+                f"the ledger's {self.ledger_month}, so the two are not compared"
+            )
+        elif self.other_runs > 0 or self.other_credits > 0:
             lines.append(
                 f"{self.other_credits:,} credits and {_runs(self.other_runs)} on the account were not "
                 "started from this machine's ledger: other machines or kernels with another ledger, "
@@ -82,7 +98,8 @@ class Balance:
         return "\n".join(
             [
                 f"{u.remaining_credits:,} credits left on {self.service} (top up: {u.top_up_url})",
-                f"{self.month} on the account: {u.month_credits:,} credits, {_runs(u.month_runs)} "
+                f"{self.account_month or self.month} on the account: {u.month_credits:,} credits, "
+                f"{_runs(u.month_runs)} "
                 f"({u.month_api_runs} started with an API key); failed runs left out",
                 f"{self.month} in this machine's ledger: {self.ledger_credits:,} credits, "
                 f"{_runs(self.ledger_runs)}",
@@ -130,6 +147,8 @@ def balance(client: BaseClient | None = None, *, ledger: "ledgers.Ledger | str |
     instance = where.instance if chosen.settings.embedded is not None else None
     rows = ledgers.as_ledger(ledger).usage(since.timestamp(), where.service, instance)
     charged = [r for r in rows if not r["possibly"]]
+    sandbox = chosen._engine.core.sandbox_url()
+    account_month = _sandbox_month(sandbox) if sandbox is not None else None
     return Balance(
         usage=usage,
         service=chosen.settings.service_name,
@@ -138,4 +157,16 @@ def balance(client: BaseClient | None = None, *, ledger: "ledgers.Ledger | str |
         ledger_credits=sum(r["credits"] for r in charged),
         possibly_charged=sum(r["credits"] for r in rows if r["possibly"]),
         estimated=sum(r["credits"] for r in charged if not r["credits_known"]),
+        ledger_month=now.strftime("%Y-%m"),
+        account_month=account_month if account_month != now.strftime("%Y-%m") else None,
     )
+
+
+def _sandbox_month(base_url: str) -> str | None:
+    """The calendar month of a sandbox's simulated clock (its ``/_sandbox/info``); None if it says none."""
+    try:
+        now = httpx.get(base_url + path("sandbox_info"), timeout=10, follow_redirects=False).json()
+        month = now["data"]["now"][:7]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return None
+    return month if isinstance(month, str) and MONTH.fullmatch(month) else None

@@ -218,3 +218,21 @@ def test_without_the_sdk_the_balance_names_the_extra(
     monkeypatch.setitem(sys.modules, "mcp", None)  # as if the agent extra were not installed
     with pytest.raises(mg.ConfigurationError, match=r"pip install 'mediagen-nb\[agent\]'"):
         mg.balance(client)
+
+
+def test_on_a_sandbox_in_another_month_the_ledger_is_not_compared(served: Sandbox, client: mg.Client) -> None:
+    """The sandbox counts its month on its simulated clock; once that clock is in another month than this
+    machine's, the account's month and the ledger's are told apart, not explained as each other."""
+    base = served.base_url
+    assert base is not None
+    client.generate("gpt-image-2", prompt="a fox", quality="low")  # this machine's month: 3 credits
+    httpx.post(base + path("sandbox_clock"), json={"advance": 40 * 86400})  # the sandbox: a month on
+    found = mg.balance()
+    sandbox_month = httpx.get(base + path("sandbox_info")).json()["data"]["now"][:7]
+    assert found.account_month == sandbox_month != found.ledger_month
+    assert (found.usage.month_credits, found.usage.month_runs) == (0, 0)  # its new month is empty
+    assert (found.ledger_credits, found.ledger_runs) == (3, 1)
+    (said,) = found.explained()
+    assert f"its month is {sandbox_month}" in said and "not compared" in said
+    assert f"{sandbox_month} on the account: 0 credits" in str(found)
+    assert found.remaining == balance(base) == 3000 - 3
