@@ -157,7 +157,7 @@ async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> 
     try:
         async with (
             httpx.AsyncClient(auth=auth, timeout=TIMEOUT, follow_redirects=False) as http,
-            _transport(streamable_http, url, http, auth) as (read, write, _),
+            streamable_http.streamable_http_client(url, http_client=http) as (read, write, _),
             client_session(read, write, message_handler=stop_on_failure) as session,
         ):
             await session.initialize()
@@ -169,13 +169,6 @@ async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> 
         status = (result.structuredContent or {}).get("statusCode")
         raise errors.from_response(status if isinstance(status, int) else 500, _json(text))
     return Usage.parse(result.structuredContent)
-
-
-def _transport(streamable_http: Any, url: str, http: httpx.AsyncClient, auth: BearerAuth) -> Any:
-    """The SDK's streamable HTTP client: ``streamable_http_client`` where it has it, else the older name."""
-    if hasattr(streamable_http, "streamable_http_client"):
-        return streamable_http.streamable_http_client(url, http_client=http)
-    return streamable_http.streamablehttp_client(url, auth=auth, timeout=TIMEOUT)
 
 
 def _json(text: str) -> bytes:

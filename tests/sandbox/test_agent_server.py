@@ -310,3 +310,33 @@ def test_without_the_sdk_the_sandbox_says_how_to_enable_mcp(monkeypatch: pytest.
     assert mcp.status_code == 501 and mcp.json()["message"] == messages.AGENT_NEEDS_EXTRA
     assert "mediagen-nb[agent]" in mcp.json()["message"]
     assert models.status_code == 200  # everything else is served
+
+
+def test_a_client_of_an_older_protocol_version_is_served(served: Sandbox) -> None:
+    """Agent hosts on older 1.x SDKs negotiate an older protocol (2025-03-26: no structured results); the
+    server answers in it, and a tool's result is in its text content too."""
+    base = served.base_url
+    assert base is not None
+    headers = {"Authorization": f"Bearer {served.demo_key}", "Accept": "application/json, text/event-stream"}
+    hello = {
+        "protocolVersion": "2025-03-26",
+        "capabilities": {},
+        "clientInfo": {"name": "old", "version": "1"},
+    }
+    with httpx.Client(base_url=base, headers=headers) as client:
+        began = client.post(
+            path("mcp"), json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+        )
+        assert began.status_code == 200 and began.json()["result"]["protocolVersion"] == "2025-03-26"
+        called = client.post(
+            path("mcp"),
+            json={
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "check_usage", "arguments": {}},
+            },
+            headers={"mcp-protocol-version": "2025-03-26"},
+        )
+    (content,) = called.json()["result"]["content"]
+    assert json.loads(content["text"])["remainingCredits"] == balance(base) == 3000

@@ -1,10 +1,11 @@
 """The agent (MCP) server at ``/mcp``: the official MCP Python SDK's server over streamable HTTP.
 
-We use the SDK's 1.x line (``mcp>=1.12,<2``): it is what agent hosts and Jupyter AI run today, its
+We use the SDK's 1.x line (``mcp>=1.24,<2``): it is what agent hosts and Jupyter AI run today, its
 client is the one our tests and ``mg.balance()`` drive, and 2.x cannot be installed beside it (one
-import name, and it brings ``httpx2``). Its low-level ``Server`` takes our tools' schemas as written
-(``tools.py``); the session manager runs stateless with JSON answers, so each HTTP request stands alone,
-as the service's REST requests do.
+import name, and it brings ``httpx2``). Hosts on older 1.x clients are served too: the SDK answers in
+the protocol version they ask for (1.12's client was tried by hand; a test speaks 2025-03-26). Its
+low-level ``Server`` takes our tools' schemas as written (``tools.py``); the session manager runs
+stateless with JSON answers, so each HTTP request stands alone, as the service's REST requests do.
 
 In front of the SDK, every request to ``/mcp`` is authenticated (``access.py``: the account's API keys
 and agent clients' access tokens) and counted against its credential's 60 requests a minute (a key's
