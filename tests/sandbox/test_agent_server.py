@@ -340,3 +340,15 @@ def test_a_client_of_an_older_protocol_version_is_served(served: Sandbox) -> Non
         )
     (content,) = called.json()["result"]["content"]
     assert json.loads(content["text"])["remainingCredits"] == balance(base) == 3000
+
+
+async def test_the_agent_server_serves_again_after_a_restart() -> None:
+    """A stopped sandbox that starts again serves /mcp again (a new session manager: the SDK's runs once)."""
+    sandbox = Sandbox(SandboxConfig(time_scale=600, seed=1))
+    with sandbox:
+        pass
+    with sandbox:
+        assert sandbox.base_url is not None
+        async with agent(sandbox.base_url, sandbox.demo_key) as session:
+            usage = await call(session, "check_usage", {})
+    assert usage["remainingCredits"] == 3000

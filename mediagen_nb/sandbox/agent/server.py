@@ -79,25 +79,28 @@ class AgentEndpoint:
     """The ASGI app at ``/mcp``: credential and request limit, then the SDK's streamable HTTP transport."""
 
     def __init__(self) -> None:
-        self.manager = StreamableHTTPSessionManager(app=_server(), stateless=True, json_response=True)
-        self.running = False
+        self.server = _server()
+        self.manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Serve while the sandbox's lifespan runs (the SDK's task group)."""
-        async with self.manager.run():
-            self.running = True
+        """Serve while the sandbox's lifespan runs (the SDK's task group). A session manager runs once,
+        so each start of the sandbox (a restart after stop) gets its own."""
+        manager = StreamableHTTPSessionManager(app=self.server, stateless=True, json_response=True)
+        async with manager.run():
+            self.manager = manager
             try:
                 yield
             finally:
-                self.running = False
+                self.manager = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
         world = request.app.state.world
         base_url = str(request.base_url).rstrip("/")
         try:
-            if not self.running:
+            manager = self.manager
+            if manager is None:
                 raise ServiceError(503, messages.AGENT_NOT_RUNNING)
             caller = access.authenticate(world, request.headers.get("authorization"))
             if world.requests.acquire(caller.credential) is None:
@@ -109,4 +112,4 @@ class AgentEndpoint:
             await response(scope, receive, send)
             return
         scope[CALLER] = caller
-        await self.manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, receive, send)
