@@ -38,6 +38,7 @@ AGENT_NEEDS_EXTRA = (
     "The agent (MCP) server needs the MCP SDK: pip install 'mediagen-nb[agent]' and restart the sandbox"
 )
 AGENT_NOT_RUNNING = "The agent (MCP) server answers only on a served sandbox (Sandbox.start())"
+AGENT_FAILED = "The agent (MCP) server could not load (reinstall 'mediagen-nb[agent]')"
 
 INPUT_NOT_OBJECT = "input must be an object"
 INVALID_GENERATION_ID = "Invalid generation id"

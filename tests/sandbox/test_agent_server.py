@@ -1,7 +1,10 @@
 """The sandbox's agent (MCP) server driven by the official MCP SDK's client over HTTP: its nine tools with
 their schemas, every tool run with its money checked on the sandbox's own ledger, and who may call."""
 
+import importlib
 import json
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -352,3 +355,29 @@ async def test_the_agent_server_serves_again_after_a_restart() -> None:
         async with agent(sandbox.base_url, sandbox.demo_key) as session:
             usage = await call(session, "check_usage", {})
     assert usage["remainingCredits"] == 3000
+
+
+def test_making_a_sandbox_does_not_load_the_sdk() -> None:
+    """The SDK takes seconds to import: a sandbox made (and an in-process one used) never waits for it."""
+    child = "import sys\nfrom mediagen_nb.sandbox import Sandbox\nSandbox()\nprint('mcp' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
+
+
+def test_an_sdk_that_cannot_load_is_named_at_mcp(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.import_module
+
+    def broken(name: str, package: str | None = None) -> Any:
+        if name == "mediagen_nb.sandbox.agent.server":
+            raise ImportError("cannot import name 'eval_type_backport'")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", broken)
+    with Sandbox(SandboxConfig(time_scale=600, seed=1)) as sandbox:
+        assert sandbox.base_url is not None
+        answer = httpx.post(
+            sandbox.base_url + path("mcp"), json={}, headers={"Authorization": f"Bearer {sandbox.demo_key}"}
+        )
+        models = httpx.get(sandbox.base_url + path("models"))
+    assert answer.status_code == 500 and answer.json()["message"].startswith(messages.AGENT_FAILED)
+    assert "eval_type_backport" in answer.json()["message"] and models.status_code == 200
