@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from mediagen_nb.batch.template import template as template
     from mediagen_nb.batch.usage import usage as usage
     from mediagen_nb.client import *  # noqa: F403
+    from mediagen_nb.client.balance import Balance as Balance
+    from mediagen_nb.client.balance import balance as balance
     from mediagen_nb.client.previews import preview_mode as preview_mode
+    from mediagen_nb.client.signin import sign_in as sign_in
     from mediagen_nb.client.uploads import uploads as uploads
     from mediagen_nb.notebook import catalog as catalog
     from mediagen_nb.notebook import form as form
@@ -39,6 +42,10 @@ _LAZY = {
     "sample_prompts": "mediagen_nb.batch.samples",
     "sample_file": "mediagen_nb.batch.samples",
     "uploads": "mediagen_nb.client.uploads",
+    # The account's balance from the agent server's check_usage (the MCP SDK loads only when called).
+    "balance": "mediagen_nb.client.balance",
+    "Balance": "mediagen_nb.client.balance",
+    "sign_in": "mediagen_nb.client.signin",
     "preview_mode": "mediagen_nb.client.previews",
     # The notebook package is light: these load IPython, widgets or the client only when called.
     "load_ipython_extension": "mediagen_nb.notebook",

@@ -26,6 +26,8 @@ from contextlib import redirect_stdout, suppress
 from pathlib import Path
 from typing import Any, NoReturn
 
+from mediagen_nb import agent_cli
+
 OK, FAILED, REFUSED, INTERRUPTED, PIPE_CLOSED = 0, 1, 2, 130, 141
 KINDS = ("image", "video", "audio")
 EXITS = (
@@ -256,6 +258,8 @@ def parser(prog: str, command: str) -> argparse.ArgumentParser:
         p.add_argument(
             "--timeout", type=float, metavar="S", help="give up after S seconds (the generation goes on)"
         )
+    elif command in agent_cli.COMMANDS:
+        agent_cli.arguments(p, command)
     return p
 
 
@@ -267,6 +271,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], str]] = {
     "wait": (wait, "wait for a generation to end"),
     "download": (download, "save a generation's outputs in a folder (named by its id)"),
     "usage": (usage, "this month's runs and credits, from the ledger"),
+    **agent_cli.COMMANDS,  # balance, mcp-config: the account through its agent (MCP) server
 }
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mediagen_nb.client.clients import AsyncClient, Client
-    from mediagen_nb.client.config import Embedded
+    from mediagen_nb.client.config import Embedded, Secret
     from mediagen_nb.client.ledger import Ledger
     from mediagen_nb.client.limits_store import Store
     from mediagen_nb.client.spending import Budget
@@ -45,6 +45,7 @@ class Context:
     upload_target: Any = None  # uploads(...): (fsspec URL or function, StorageOptions), or None
     uploaded: Uploaded = field(default_factory=Uploaded)
     told_forgotten: bool = False  # the line about starts a gone sandbox made has been said
+    agent_tokens: "dict[str, Secret]" = field(default_factory=dict)  # agent server URL -> its signed-in token
 
 
 PROCESS = Context()

@@ -20,7 +20,7 @@ import httpx
 from mediagen_nb.client import errors, limits_store, pacing
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
-from mediagen_nb.client.config import BearerAuth, Settings, Where, normalize_url, on_this_machine
+from mediagen_nb.client.config import BearerAuth, Secret, Settings, Where, normalize_url, on_this_machine
 from mediagen_nb.client.limits_store import Booking, Window, scope_of
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spelling import Spelling
@@ -115,7 +115,7 @@ class Core:
     def _real(self, service_seconds: float) -> float:
         return self.settings.limits.real(service_seconds)
 
-    def _reserve(self, call: Call) -> Op[tuple[Call, float]]:
+    def _reserve(self, call: Call, only: int | None = None) -> Op[tuple[Call, float]]:
         """Book the key with budget first (with the account's start budget for starts); wait for its slot.
 
         Returns the call with its key and the wall-clock time of its slot. The booking runs off the
@@ -123,14 +123,26 @@ class Core:
         """
         if call.kind == CATALOG:
             return call, time.time()
-        choices = [[key] + ([self._account] if call.kind == START else []) for key in self._keys]
+        keys = self._keys if only is None else [self._keys[only]]
+        choices = [[key] + ([self._account] if call.kind == START else []) for key in keys]
         while True:
             booking: Booking = yield Record(partial(self._windows.reserve, choices, self.latency.margin()))
             wait = booking.at - time.time()  # from the slot itself: the answer may have come late
             if wait > 0:
                 yield Pause(wait)
             if booking.index is not None:
-                return Call(**{**call.__dict__, "key": self.settings.keys[booking.index]}), booking.at
+                index = booking.index if only is None else only
+                return Call(**{**call.__dict__, "key": self.settings.keys[index]}), booking.at
+
+    def requests(self, endpoint: str, count: int) -> Op[Secret]:
+        """Book ``count`` requests to ``endpoint`` on one key (waiting for the slots), for a caller that sends
+        them itself (the agent server's client, ``agent.py``); that key."""
+        booked, _ = yield from self._reserve(Call("POST", endpoint))
+        assert booked.key is not None
+        index = self.settings.keys.index(booked.key)
+        for _ in range(count - 1):
+            yield from self._reserve(Call("POST", endpoint), only=index)
+        return booked.key
 
     def _penalize(self, call: Call, error: errors.RateLimitError) -> None:
         """An unexpected 429: that key (or the account) sends nothing for a window, in every process."""

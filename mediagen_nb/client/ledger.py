@@ -450,17 +450,18 @@ class Ledger:
         )
         return Entry.from_row(rows[0]) if rows else None
 
-    def usage(self, since: float, service: str) -> list[dict[str, Any]]:
+    def usage(self, since: float, service: str, instance: str | None = None) -> list[dict[str, Any]]:
         """Runs and credits since ``since`` (Unix time) on ``service`` by model and path, without failures.
 
         Starts sent but never answered are counted apart, as possibly charged, and so are starts whose
-        charge the service does not report (their credits are the start's estimate).
+        charge the service does not report (their credits are the start's estimate). ``instance`` keeps
+        the starts of one state of it (a sandbox's, since its last reset).
         """
         rows = self._run(
             "SELECT model_id, kind, via, status, COUNT(*), SUM(credits), MIN(credits_known) FROM starts "
-            "WHERE service=? AND started_at>=? AND status!=? "
+            "WHERE service=? AND started_at>=? AND status!=? AND (? IS NULL OR instance=?) "
             "GROUP BY model_id, kind, via, status=?, credits_known ORDER BY SUM(credits) DESC",
-            (service, since, states.FAILED, STARTING),
+            (service, since, states.FAILED, instance, instance, STARTING),
             write=False,
         )
         return [

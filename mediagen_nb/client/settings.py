@@ -14,12 +14,14 @@ from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCA
 
 __all__ = [
     "ENV_ACCOUNT",
+    "ENV_AGENT_TOKEN",
     "ENV_BASE_URL",
     "ENV_BUDGET",
     "ENV_KEY",
     "ENV_LEDGER",
     "ENV_LIMITS_URL",
     "ENV_MARKETING_WAIT",
+    "ENV_MCP_URL",
     "ENV_PREVIEW",
     "ENV_TIME_SCALE",
     "ENV_UPLOAD_URL",
@@ -33,6 +35,8 @@ ENV_PREVIEW = "MEDIAGEN_PREVIEW"  # where previews load a sandbox's media from: 
 ENV_UPLOAD_URL = "MEDIAGEN_UPLOAD_URL"  # where local files go: an fsspec URL
 ENV_LIMITS_URL = "MEDIAGEN_LIMITS_URL"  # where the limiters' windows are shared: a file, or Redis
 ENV_MARKETING_WAIT = "MEDIAGEN_MARKETING_WAIT"  # service seconds a replica's wait gives its marketing cuts
+ENV_MCP_URL = "MEDIAGEN_MCP_URL"  # the service's agent (MCP) server, the spec's {mcp_url} (not shown)
+ENV_AGENT_TOKEN = "MEDIAGEN_AGENT_TOKEN"  # an OAuth access token for it, where it takes no API key
 HUB_PREFIX = "JUPYTERHUB_SERVICE_PREFIX"  # set by JupyterHub and Binder: the Jupyter server's path
 COLAB_RELEASE = "COLAB_RELEASE_TAG"  # set by Google Colab in its runtimes
 
@@ -141,6 +145,14 @@ def on_colab() -> bool:
 
 def upload_url() -> str | None:
     return _text(ENV_UPLOAD_URL)
+
+
+def mcp_url() -> str | None:
+    return _text(ENV_MCP_URL)
+
+
+def agent_token() -> str | None:
+    return _text(ENV_AGENT_TOKEN)
 
 
 def limits_url() -> str:

@@ -101,9 +101,21 @@ class _Keep:
 KEEP = _Keep()
 
 
-def budget(limit: "int | _Keep | None" = KEEP) -> BudgetStatus:
-    """Set the session budget (``budget(500)``), remove it (``budget(None)``), or read it (``budget()``)."""
+BALANCE = "balance"
+
+
+def budget(limit: "int | str | _Keep | None" = KEEP) -> BudgetStatus:
+    """Set the session budget (``budget(500)``), remove it (``budget(None)``), or read it (``budget()``).
+
+    ``budget("balance")`` sets it to what the account has left now (the agent server's ``check_usage``):
+    this process may then spend no more than that, whatever else spends from the account meanwhile.
+    """
     current = session()
-    if not isinstance(limit, _Keep):
+    if limit == BALANCE:
+        from mediagen_nb.client.balance import balance
+
+        left = balance().remaining
+        current.limit = current.status().spent + left
+    elif not isinstance(limit, _Keep):
         current.limit = None if limit is None else settings.credits(limit, "budget")
     return current.status()

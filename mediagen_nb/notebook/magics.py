@@ -327,7 +327,7 @@ class MediagenMagics(Magics):
     @friendly
     def mediagen(self, line: str) -> Any:
         """%mediagen models [--kind image|video|audio] [TEXT] | model ID | estimate MODEL field=value ...
-        | key | use sandbox|service | usage | budget [N|off] | history
+        | key | use sandbox|service | usage | balance | sign-in | budget [N|balance|off] | history
         | reedit JOB --flow STYLE [--no-captions] [--no-music]"""
         words = parsing.split(line)
         command, rest = (words[0], words[1:]) if words else ("help", [])
@@ -339,6 +339,8 @@ class MediagenMagics(Magics):
             "use": self._cmd_use,
             "usage": self._cmd_usage,
             "budget": self._cmd_budget,
+            "balance": self._cmd_balance,
+            "sign-in": self._cmd_sign_in,
             "history": self._cmd_history,
             "reedit": self._cmd_reedit,
             "help": self._cmd_help,
@@ -422,12 +424,28 @@ class MediagenMagics(Magics):
         if not words:
             return budget()
         if len(words) != 1:
-            raise MagicError("usage: %mediagen budget [N|off]")
+            raise MagicError("usage: %mediagen budget [N|balance|off]")
         if words[0] in ("off", "none"):
             return budget(None)
+        if words[0] == "balance":  # what the account has left now
+            return budget("balance")
         if not words[0].isdigit():
-            raise MagicError(f"%mediagen budget {words[0]!r}: give a whole number of credits, or off")
+            raise MagicError(
+                f"%mediagen budget {words[0]!r}: give a whole number of credits, balance, or off"
+            )
         return budget(int(words[0]))
+
+    def _cmd_balance(self, words: list[str]) -> Any:
+        """What the account has left and spent this month (check_usage), beside this machine's ledger."""
+        from mediagen_nb.client.balance import balance
+
+        return balance(SESSION.client)
+
+    def _cmd_sign_in(self, words: list[str]) -> None:
+        """Sign in to the agent server with OAuth where it takes no key: a link, then the code pasted back."""
+        from mediagen_nb.client.signin import sign_in
+
+        print(sign_in())
 
     def _cmd_history(self, words: list[str]) -> Any:
         return HistoryTable(list(SESSION.history))

@@ -15,10 +15,23 @@ from IPython.core.magic_arguments import argument
 from mediagen_nb.notebook.parsing import OptionError, interpolate_value
 from mediagen_nb.notebook.session import SESSION
 
-SUBCOMMANDS = ("models", "model", "estimate", "key", "use", "usage", "budget", "history", "reedit", "help")
+SUBCOMMANDS = (
+    "models",
+    "model",
+    "estimate",
+    "key",
+    "use",
+    "usage",
+    "balance",
+    "sign-in",
+    "budget",
+    "history",
+    "reedit",
+    "help",
+)
 KINDS = ("image", "video", "audio")
 # What follows each %mediagen subcommand, for tab completion (model ids are read from the catalog).
-SUBCOMMAND_WORDS = {"models": ["--kind", *KINDS], "use": ["sandbox", "service"], "budget": ["off"]}
+SUBCOMMAND_WORDS = {"models": ["--kind", *KINDS], "use": ["sandbox", "service"], "budget": ["off", "balance"]}
 _NEEDS_VALUE = re.compile(r"argument (\S+): expected one argument")
 
 # The options several magics share, declared once.

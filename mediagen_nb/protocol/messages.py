@@ -15,6 +15,7 @@ STATUS_NAMES = {
     413: "Payload Too Large",
     429: "Too Many Requests",
     500: "Internal Server Error",
+    501: "Not Implemented",
     503: "Service Unavailable",
 }
 
@@ -26,6 +27,18 @@ PLAN_WITHOUT_API = "API access is available on the Scale plan. Please upgrade to
 
 KEY_RATE_LIMIT = "API key rate limit exceeded"
 TOO_MANY_GENERATIONS = "Too many generations"
+
+# The agent (MCP) server's (ours: the spec names the per-token limit, not its words).
+TOKEN_RATE_LIMIT = "Access token rate limit exceeded"
+INVALID_TOKEN = "Invalid or expired access token"
+AGENT_NEEDS_SIGN_IN = (
+    "This agent server takes OAuth access tokens, not API keys: sign in (mediagen sign-in) and use the token"
+)
+AGENT_NEEDS_EXTRA = (
+    "The agent (MCP) server needs the MCP SDK: pip install 'mediagen-nb[agent]' and restart the sandbox"
+)
+AGENT_NOT_RUNNING = "The agent (MCP) server answers only on a served sandbox (Sandbox.start())"
+AGENT_FAILED = "The agent (MCP) server could not load (reinstall 'mediagen-nb[agent]')"
 
 INPUT_NOT_OBJECT = "input must be an object"
 INVALID_GENERATION_ID = "Invalid generation id"

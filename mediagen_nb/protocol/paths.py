@@ -32,6 +32,13 @@ PATHS: dict[str, str] = {
     "job_options": f"{TOPIC_ROOT}/options",
     "job": f"{TOPIC_ROOT}/{{id}}",
     "reedit": f"{TOPIC_ROOT}/{{id}}/reedit",
+    # The agent (MCP) server, the spec's {mcp_url}: a sandbox serves it at its own address, with the
+    # minimal OAuth sign-in of agent clients beside it (mediagen_nb/sandbox/agent/access.py).
+    "mcp": "/mcp",
+    "oauth_metadata": "/.well-known/oauth-authorization-server",
+    "oauth_resource": "/.well-known/oauth-protected-resource/mcp",
+    "oauth_authorize": "/oauth/authorize",
+    "oauth_token": "/oauth/token",
     # Sandbox only: never under the service's roots.
     "sandbox_info": f"{SANDBOX_ROOT}/info",
     "sandbox_keys": f"{SANDBOX_ROOT}/keys",
@@ -46,6 +53,7 @@ PATHS: dict[str, str] = {
     "sandbox_uploads": f"{SANDBOX_ROOT}/uploads",
     "sandbox_upload": f"{SANDBOX_ROOT}/uploads/{{name}}",
     "sandbox_app": f"{SANDBOX_ROOT}/app/{{page}}",
+    "sandbox_app_runs": f"{SANDBOX_ROOT}/app-runs",
 }
 
 # Endpoints that need no key and do not count toward a key's request limit.

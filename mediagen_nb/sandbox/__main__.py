@@ -39,6 +39,11 @@ def parser() -> argparse.ArgumentParser:
         "--deliver-public-webhooks", action="store_true", help="really POST webhooks to public hosts"
     )
     p.add_argument(
+        "--agent-tokens-only",
+        action="store_true",
+        help="the agent server (/mcp) refuses API keys and takes only OAuth access tokens (sign-in)",
+    )
+    p.add_argument(
         "--data-dir",
         type=Path,
         default=None,
@@ -157,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
             data_dir=args.data_dir,
             wire=args.wire,
             catalog=args.catalog,
+            agent_keys=not args.agent_tokens_only,
         )
     except (StateError, WireError, SnapshotError) as exc:
         print(f"mediagen sandbox: {exc}", file=sys.stderr)
@@ -181,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, value in sandbox.client_env().items():
         print(f"  export {name}={value}" + (f"   # {notes[name]}" if name in notes else ""))
+    from mediagen_nb.sandbox.agent import available
+
+    if available():
+        print(f"  agent (MCP) server at {sandbox.base_url}/mcp (`mediagen mcp-config` for Jupyter AI)")
+    else:
+        print("  no agent (MCP) server at /mcp: pip install 'mediagen-nb[agent]' to enable it")
     print("Press Ctrl-C to stop.", flush=True)
     try:
         sandbox.wait()

@@ -109,16 +109,35 @@ class ApiKey:
         )
 
 
+# Where a start came from: the REST API, the agent (MCP) server's tools, or the web app (a control
+# records its runs), or the plan's monthly credits; the ledger says it of every entry, and
+# ``check_usage`` counts by it.
+VIA_API, VIA_AGENT, VIA_APP, VIA_PLAN = "api", "agent", "app", "plan"
+
+
 @dataclass(frozen=True)
 class Caller:
-    """Who made an authenticated request."""
+    """Who made an authenticated request: an API key, or an agent client's OAuth access token (its id;
+    ``key`` is None), or, for runs a control records, the web app (neither)."""
 
     account: Account
-    key: ApiKey
+    key: ApiKey | None
+    token: str | None = None
+    via: str = VIA_API
+
+    @property
+    def credential(self) -> str:
+        """The id its request limit and charges are kept under: the key's, the token's, or the app's."""
+        return self.key.id if self.key is not None else self.token or VIA_APP
 
     def to_dict(self) -> dict[str, str]:
-        """Who, as saved state: the account and key ids (:meth:`Accounts.caller` reads them back)."""
-        return {"account": self.account.id, "key": self.key.id}
+        """Who, as saved state: the account and credential ids (:meth:`Accounts.caller` reads them back)."""
+        ids = {"account": self.account.id, "via": self.via}
+        if self.key is not None:
+            ids["key"] = self.key.id
+        if self.token is not None:
+            ids["token"] = self.token
+        return ids
 
 
 class Accounts:
@@ -149,7 +168,8 @@ class Accounts:
             if entry["kind"] == GRANT:
                 continue
             months = self._charged.setdefault(
-                (entry["keyId"], entry["resource"], entry["resourceId"]), Counter()
+                (entry["keyId"] or entry.get("tokenId") or VIA_APP, entry["resource"], entry["resourceId"]),
+                Counter(),
             )
             if entry["kind"] == "charge":
                 months[entry["at"][:7]] += entry["credits"]  # "YYYY-MM" of its simulated time
@@ -159,8 +179,8 @@ class Accounts:
 
     def caller(self, ids: dict[str, str]) -> Caller:
         """The caller a saved resource names (:meth:`Caller.to_dict`)."""
-        key = next(k for k in self.keys.values() if k.id == ids["key"])
-        return Caller(self.accounts[ids["account"]], key)
+        key = next(k for k in self.keys.values() if k.id == ids["key"]) if "key" in ids else None
+        return Caller(self.accounts[ids["account"]], key, ids.get("token"), ids.get("via", VIA_API))
 
     def account(self, account_id: str) -> Account:
         """The account (made on first use, with its plan's credits), its months' grants given."""
@@ -186,7 +206,8 @@ class Accounts:
             if credits:
                 account.balance += credits
                 start = datetime(year, month, 1, tzinfo=timezone.utc).timestamp()
-                self._record(GRANT, account, None, credits, "plan", account.granted_month, at=start)
+                plan = Caller(account, None, via=VIA_PLAN)
+                self._record(GRANT, plan, credits, "plan", account.granted_month, at=start)
 
     def create_key(self, body: dict[str, Any]) -> ApiKey:
         """``POST /_sandbox/keys``: like the developer page's New key, plus a state for tests."""
@@ -241,33 +262,37 @@ class Accounts:
             account.suspended = suspended
         return account
 
-    def authenticate(self, authorization: str | None) -> Caller:
+    def authenticate(self, authorization: str | None, via: str = VIA_API) -> Caller:
         """The key checks of start check 1 (the rate limit is the caller's next step)."""
-        if not authorization:
-            raise ServiceError(401, messages.MISSING_CREDENTIALS)
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise ServiceError(401, messages.MISSING_CREDENTIALS)
-        key = self.keys.get(token.strip())
+        key = self.keys.get(bearer(authorization))
         if (
             key is None
             or key.state != "active"
             or (key.expires_at is not None and key.expires_at <= self.clock.now())
         ):
             raise ServiceError(401, messages.INVALID_KEY)
-        account = self.account(key.account)
+        return Caller(self.active(key.account), key, via=via)
+
+    def active(self, account_id: str) -> Account:
+        """The account a credential belongs to; 403 when it is suspended."""
+        account = self.account(account_id)
         if account.suspended:
             raise ServiceError(403, messages.SUSPENDED)
-        return Caller(account, key)
+        return account
 
-    def cap_allows(self, key: ApiKey, credits: int) -> bool:
-        return key.monthly_cap is None or key.spent[self.clock.month()] + credits <= key.monthly_cap
+    def cap_allows(self, caller: Caller, credits: int) -> bool:
+        """Whether the caller's key cap allows ``credits`` more this month (an access token has none)."""
+        key = caller.key
+        return (
+            key is None
+            or key.monthly_cap is None
+            or key.spent[self.clock.month()] + credits <= key.monthly_cap
+        )
 
     def _record(
         self,
         kind: str,
-        account: Account,
-        key: ApiKey | None,
+        caller: Caller,
         credits: int,
         resource: str,
         resource_id: str | None,
@@ -279,11 +304,13 @@ class Accounts:
             "at": self.clock.iso(at),
             "kind": kind,
             "credits": credits,
-            "account": account.id,
-            "keyId": key.id if key is not None else None,
+            "account": caller.account.id,
+            "keyId": caller.key.id if caller.key is not None else None,
+            "tokenId": caller.token,
+            "via": caller.via,
             "resource": resource,
             "resourceId": resource_id,
-            "balance": account.balance,
+            "balance": caller.account.balance,
             **extra,
         }
         self.ledger.append(entry)
@@ -296,10 +323,11 @@ class Accounts:
         """Take credits from the shared balance and count them against the key's month."""
         self.grant_months(caller.account)
         caller.account.balance -= credits
-        caller.key.spent[self.clock.month()] += credits
-        months = self._charged.setdefault((caller.key.id, resource, resource_id), Counter())
+        if caller.key is not None:
+            caller.key.spent[self.clock.month()] += credits
+        months = self._charged.setdefault((caller.credential, resource, resource_id), Counter())
         months[self.clock.month()] += credits
-        return self._record("charge", caller.account, caller.key, credits, resource, resource_id, **extra)
+        return self._record("charge", caller, credits, resource, resource_id, **extra)
 
     def refund(
         self, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
@@ -307,12 +335,21 @@ class Accounts:
         """Give credits back to the balance and to the key's months they were charged in (latest first)."""
         self.grant_months(caller.account)
         caller.account.balance += credits
-        charged = self._charged.get((caller.key.id, resource, resource_id), Counter())
+        charged = self._charged.get((caller.credential, resource, resource_id), Counter())
         taken = _take_back(charged, credits)
-        for month, take in taken.items():
-            caller.key.spent[month] -= take
-        caller.key.spent[self.clock.month()] -= credits - sum(taken.values())
-        return self._record("refund", caller.account, caller.key, credits, resource, resource_id, **extra)
+        if caller.key is not None:
+            for month, take in taken.items():
+                caller.key.spent[month] -= take
+            caller.key.spent[self.clock.month()] -= credits - sum(taken.values())
+        return self._record("refund", caller, credits, resource, resource_id, **extra)
+
+
+def bearer(authorization: str | None) -> str:
+    """The credential of an ``Authorization: Bearer ...`` header; the spec's 401 when there is none."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ServiceError(401, messages.MISSING_CREDENTIALS)
+    return token.strip()
 
 
 def _take_back(charged: Counter[str], credits: int) -> Counter[str]:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mediagen_nb.sandbox.agent import agent
 from mediagen_nb.sandbox.hardening import Hardened
 from mediagen_nb.sandbox.responses import error_response
 from mediagen_nb.sandbox.routes import ROUTES
@@ -60,7 +61,8 @@ async def _lifespan(app: Starlette) -> AsyncIterator[None]:
     world: World = app.state.world
     world.awake()
     saver = asyncio.get_running_loop().create_task(world.keep_saving()) if world.state else None
-    yield
+    async with app.state.agent.run():
+        yield
     if saver is not None:
         saver.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -80,4 +82,5 @@ def create_app(config: SandboxConfig | None = None) -> Starlette:
         middleware=[Middleware(Hardened), Middleware(Saving, world=world)],
     )
     app.state.world = world
+    app.state.agent = agent()  # /mcp: the agent server, answering while the lifespan runs
     return app

@@ -14,12 +14,15 @@ from starlette.responses import FileResponse, HTMLResponse, Response
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import uploads as upload_rules
+from mediagen_nb.sandbox.accounts import DEMO_ACCOUNT, MAX_CREDITS, VIA_APP, Caller
 from mediagen_nb.sandbox.clock import MAX_SKIP_SECONDS
+from mediagen_nb.sandbox.lifecycle import top_up_url
 from mediagen_nb.sandbox.pipeline import declared_length, json_object
 from mediagen_nb.sandbox.responses import bad_request, error_response, ok
 from mediagen_nb.sandbox.world import World
 
 Endpoint = Callable[[Request], Awaitable[Response]]
+APP_RUN = "app"  # the ledger's name for a run of the web app
 
 
 def _world(request: Request) -> World:
@@ -55,6 +58,35 @@ async def ledger(request: Request) -> Response:
         if wanted:
             entries = [e for e in entries if e[name] == wanted]
     return ok({"entries": entries})
+
+
+async def app_runs(request: Request) -> Response:
+    """POST /_sandbox/app-runs: record a run started in the web app (``credits``, ``failed``, ``modelId``,
+    ``account``): charged to the shared balance like any run, refunded at once when it failed, and
+    counted by ``check_usage``'s ``monthRuns`` but not its ``monthApiRuns``."""
+    world = _world(request)
+    body = await json_object(request)
+    credits, failed, model_id = body.get("credits"), body.get("failed", False), body.get("modelId")
+    if isinstance(credits, bool) or not isinstance(credits, int) or not 0 <= credits <= MAX_CREDITS:
+        raise bad_request(f"credits must be a whole number of credits from 0 to {MAX_CREDITS}")
+    if not isinstance(failed, bool):
+        raise bad_request("failed must be true or false")
+    if model_id is not None and not isinstance(model_id, str):
+        raise bad_request("modelId must be a string")
+    account_id = body.get("account", DEMO_ACCOUNT)
+    if not isinstance(account_id, str) or not account_id:
+        raise bad_request("account must be a non-empty string")
+    caller = Caller(world.accounts.account(account_id), None, via=VIA_APP)
+    if caller.account.balance < credits:
+        base = str(request.base_url).rstrip("/")
+        raise bad_request(messages.not_enough_credits(credits, caller.account.balance, top_up_url(base)))
+    run_id = world.new_id()
+    extra = {"modelId": model_id} if model_id else {}
+    world.accounts.charge(caller, credits, APP_RUN, run_id, **extra)
+    if failed:
+        world.accounts.refund(caller, credits, APP_RUN, run_id, **extra, note="failed")
+    status = "failed" if failed else "succeeded"
+    return ok({"id": run_id, "account": account_id, "credits": credits, "status": status}, 201)
 
 
 async def faults(request: Request) -> Response:

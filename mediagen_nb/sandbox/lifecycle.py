@@ -95,12 +95,16 @@ def admit(
     moderate: Callable[[], None] | None = None,
 ) -> None:
     """The last checks before a charge, in the spec's order: key cap, moderation, balance."""
-    if not accounts.cap_allows(caller.key, credits):
-        raise too_many(messages.key_cap_reached(caller.key.monthly_cap or 0))
+    if not accounts.cap_allows(caller, credits):
+        raise too_many(messages.key_cap_reached(_cap(caller)))
     if moderate is not None:
         moderate()
     if caller.account.balance < credits:
         raise bad_request(messages.not_enough_credits(credits, caller.account.balance, top_up))
+
+
+def _cap(caller: Caller) -> int:
+    return (caller.key.monthly_cap or 0) if caller.key is not None else 0
 
 
 def refuse_at_capacity(
@@ -124,8 +128,8 @@ def charge_step(
 ) -> str | None:
     """Charge a paid step of a running job as it starts; else why not (key cap, or the balance, whose
     message ``short_of_credits`` writes from the balance)."""
-    if not accounts.cap_allows(caller.key, credits):
-        return messages.key_cap_reached(caller.key.monthly_cap or 0)
+    if not accounts.cap_allows(caller, credits):
+        return messages.key_cap_reached(_cap(caller))
     if caller.account.balance < credits:
         return short_of_credits(caller.account.balance)
     accounts.charge(caller, credits, resource, resource_id, **extra)

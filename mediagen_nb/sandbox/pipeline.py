@@ -170,7 +170,7 @@ def service_endpoint(
             caller = None
             if authenticated:
                 caller = world.accounts.authenticate(request.headers.get("authorization"))
-                if world.requests.acquire(caller.key.id) is None:
+                if world.requests.acquire(caller.credential) is None:
                     raise too_many(messages.KEY_RATE_LIMIT)
             fault = world.faults.draw(route)
             if fault == "slow":

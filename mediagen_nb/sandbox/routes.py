@@ -12,6 +12,8 @@ from starlette.routing import Route
 
 from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT, SANDBOX_ROOT, TOPIC_ROOT
 from mediagen_nb.sandbox import control
+from mediagen_nb.sandbox.agent import Mount as AgentMount
+from mediagen_nb.sandbox.agent import access as agent_access
 from mediagen_nb.sandbox.catalog import handlers as catalog
 from mediagen_nb.sandbox.generation import handlers as generation
 from mediagen_nb.sandbox.pipeline import Handler, control_endpoint, service_endpoint
@@ -52,6 +54,7 @@ async def index(request: Request) -> Response:
                 "replication": base + REPLICATION_ROOT,
                 "topicToVideo": base + TOPIC_ROOT,
                 "sandbox": base + SANDBOX_ROOT,
+                "agent": base + PATHS["mcp"],
             },
         }
     )
@@ -78,6 +81,12 @@ ROUTES: list[Route] = [
     _service("job_options", "GET", topic_video.options),
     _service("job", "GET", topic_video.read),
     _service("reedit", "POST", topic_video.reedit, start=True),
+    # The agent (MCP) server and the sign-in of its OAuth clients (sandbox/agent/).
+    Route(PATHS["mcp"], AgentMount(), methods=["GET", "POST", "DELETE"]),
+    Route(PATHS["oauth_metadata"], agent_access.server_metadata, methods=["GET"]),
+    Route(PATHS["oauth_resource"], agent_access.resource_metadata, methods=["GET"]),
+    Route(PATHS["oauth_authorize"], agent_access.authorize, methods=["GET"]),
+    Route(PATHS["oauth_token"], agent_access.token, methods=["POST"]),
     # Sandbox controls: no faults, never under the service's roots, refused to pages of other sites;
     # uploads need the account's key. Media reads (and the web app's stand-in pages) are for any page.
     _control("sandbox_info", ["GET"], control.info),
@@ -85,6 +94,7 @@ ROUTES: list[Route] = [
     _control("sandbox_account", ["GET", "POST"], control.account),
     _control("sandbox_ledger", ["GET"], control.ledger),
     _control("sandbox_faults", ["GET", "POST"], control.faults),
+    _control("sandbox_app_runs", ["POST"], control.app_runs),
     _control("sandbox_reset", ["POST"], control.reset),
     _control("sandbox_webhooks", ["GET"], control.webhooks),
     _control("sandbox_clock", ["POST"], control.clock),

@@ -1,13 +1,14 @@
 """The saved state of a sandbox with a data folder, so it outlives its process: ``DIR/state.sqlite``.
 
-Everything the sandbox knows is kept: accounts, keys and balances, generations, analyses, replication
-runs, topic-to-video jobs, Idempotency-Keys, webhooks sent, its ledger of charges and refunds, its seed,
-the id generator's position, the fault plan and its clock (uploads and rendered media already live in
-the folder). One SQLite file (WAL): a row per resource (its ``to_dict``, as JSON; no pickle), a row per
-ledger entry, and meta rows. :meth:`State.save` writes what changed since the last save in one
-transaction; the app saves before each response starts, so a charge, a refund or a new resource is on
-disk before anyone hears of it, and every second for what timers change (which a restart would redo
-the same way: runs settle from their saved times). A lock keeps a folder to one sandbox at a time.
+Everything the sandbox knows is kept: accounts, keys and balances, agent clients' access tokens,
+generations, analyses, replication runs, topic-to-video jobs, Idempotency-Keys, webhooks sent, its
+ledger of charges and refunds, its seed, the id generator's position, the fault plan and its clock
+(uploads and rendered media already live in the folder). One SQLite file (WAL): a row per resource
+(its ``to_dict``, as JSON; no pickle), a row per ledger entry, and meta rows. :meth:`State.save`
+writes what changed since the last save in one transaction; the app saves before each response
+starts, so a charge, a refund or a new resource is on disk before anyone hears of it, and every
+second for what timers change (which a restart would redo the same way: runs settle from their
+saved times). A lock keeps a folder to one sandbox at a time.
 """
 
 import json
@@ -121,6 +122,7 @@ class State:
             [ApiKey.from_dict(d) for d in rows.get("key", {}).values()],
             ledger,
         )
+        world.access.restore(list(rows.get("token", {}).values()))
         caller = world.accounts.caller
         gens = world.generations.items
         for data in rows.get("generation", {}).values():
@@ -191,6 +193,10 @@ class State:
             accounts.unsaved = False
             yield from (("account", a.id, _text(a.to_dict())) for a in accounts.accounts.values())
             yield from (("key", k.id, _text(k.to_dict())) for k in accounts.keys.values())
+        issued = list(world.access.unsaved)
+        world.access.unsaved.clear()
+        tokens = world.access.tokens
+        yield from (("token", tokens[s].id, _text(tokens[s].to_dict())) for s in issued if s in tokens)
         services: list[tuple[str, set[str], Any]] = [
             ("generation", world.generations.unsaved, world.generations.items),
             ("analysis", world.replication.unsaved_analyses, world.replication.analyses),

@@ -14,6 +14,7 @@ from mediagen_nb.protocol import limits
 from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.protocol.wire import DEFAULT, Names
 from mediagen_nb.sandbox.accounts import Accounts
+from mediagen_nb.sandbox.agent.access import Access
 from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.fetch import Unreachable
@@ -40,6 +41,8 @@ class SandboxConfig:
     # Everything the sandbox knows is kept here across restarts (``state.py``), with its uploads and
     # rendered media; None keeps it in memory.
     data_dir: Path | None = None
+    # The agent server takes the account's API keys besides OAuth access tokens; False: tokens only.
+    agent_keys: bool = True
     webhook_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
     # How its answers and bodies spell the names the spec does not show (``mediagen sandbox --wire``).
     wire: Names = DEFAULT
@@ -86,6 +89,7 @@ class World:
     def build(self, seed: int) -> None:
         """Empty accounts, limits, faults and services, with ids drawn from ``seed``."""
         self.accounts = Accounts(self.clock)
+        self.access = Access(self.clock)
         self.requests = RollingWindow(self.clock, limits.REQUESTS_PER_KEY, limits.WINDOW_SECONDS)
         self.starts = RollingWindow(self.clock, limits.STARTS_PER_ACCOUNT, limits.WINDOW_SECONDS)
         self.seed = seed

@@ -529,7 +529,7 @@ def test_tab_completion(nb: Notebook, line: str, expected: list[str]) -> None:
 
 # -- import cost ----------------------------------------------------------------------------------
 
-HEAVY = ("starlette", "uvicorn", "PIL", "av", "pandas", "ipywidgets")
+HEAVY = ("starlette", "uvicorn", "PIL", "av", "pandas", "ipywidgets", "mcp")
 CHILD = """
 import sys
 heavy = {heavy!r}

@@ -1,0 +1,223 @@
+"""The service's agent (MCP) server from the client's side: its address, the credential, ``check_usage``.
+
+``check_usage`` is the only place the service tells what an account has left (the REST API has no
+balance endpoint), so the client calls that one tool, through the official MCP SDK's own client (its
+1.x line, the ``agent`` extra; imported only here, on use). The credential is the client's API key,
+booked on the key's request limiter like any request (the call makes three), or, where the agent
+server wants OAuth, the access token of a sign-in (``signin.py``) or ``MEDIAGEN_AGENT_TOKEN``.
+Sync callers get the same call run on an event loop of its own thread, so a notebook's running loop
+is never in the way.
+"""
+
+import asyncio
+import json
+import time
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+
+from mediagen_nb.client import errors, settings
+from mediagen_nb.client.config import BearerAuth, Secret, Settings, on_this_machine
+from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.core import Core
+from mediagen_nb.client.steps import Op, Pause, Record
+from mediagen_nb.protocol.paths import path
+
+T = TypeVar("T")
+REQUESTS_PER_CALL = (
+    3  # initialize, the initialized notification, the tool call (stateless: no GET, no DELETE)
+)
+TIMEOUT = 60.0
+EXTRA = "pip install 'mediagen-nb[agent]'"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """``check_usage``'s five fields, as the service tells them."""
+
+    remaining_credits: int
+    month_credits: int
+    month_runs: int
+    month_api_runs: int
+    top_up_url: str
+
+    @classmethod
+    def parse(cls, data: Any) -> "Usage":
+        """The tool's structured result, each field checked; ServiceResponseError names what is wrong."""
+        if not isinstance(data, dict):
+            raise errors.ServiceResponseError("check_usage answered no structured result")
+        fields: dict[str, Any] = {}
+        for name, attribute, kind in (
+            ("remainingCredits", "remaining_credits", int),
+            ("monthCredits", "month_credits", int),
+            ("monthRuns", "month_runs", int),
+            ("monthApiRuns", "month_api_runs", int),
+            ("topUpUrl", "top_up_url", str),
+        ):
+            value = data.get(name)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                wanted = "a whole number" if kind is int else "text"
+                raise errors.ServiceResponseError(
+                    errors.mask(f"check_usage: {name} is {value!r}, not {wanted}")[:200], field=name
+                )
+            fields[attribute] = value
+        return cls(**fields)
+
+
+def mcp_url(where: Settings) -> str:
+    """The agent server's address: ``MEDIAGEN_MCP_URL``, else a sandbox's own ``/mcp``."""
+    configured = settings.mcp_url()
+    if configured:
+        if urlsplit(configured).scheme != "https" and not on_this_machine(configured):
+            raise errors.ConfigurationError(
+                f"{settings.ENV_MCP_URL} must be an https URL (or http on this machine), not {configured!r}"
+            )
+        return configured.rstrip("/")
+    if where.sandbox or on_this_machine(where.base_url):
+        return where.base_url + path("mcp")
+    raise errors.ConfigurationError(
+        f"no agent (MCP) server address: set {settings.ENV_MCP_URL} to the service's (the spec's "
+        "{mcp_url}; the REST API has no balance endpoint, only its check_usage tool tells what is left)"
+    )
+
+
+def signed_in(url: str) -> Secret | None:
+    """The access token for the agent server at ``url``: this process's sign-in, else the environment's."""
+    token = PROCESS.agent_tokens.get(url)
+    if token is None and settings.agent_token():
+        token = Secret(settings.agent_token() or "")
+    return token
+
+
+def _drive(op: Op[T]) -> T:
+    """Run ``op`` (limiter bookings: Record and Pause steps) in this thread."""
+    reply: Any = None
+    while True:
+        try:
+            step = op.send(reply)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        reply = None
+        if isinstance(step, Record):
+            reply = step.fn()
+        elif isinstance(step, Pause):
+            time.sleep(step.seconds)
+
+
+def _in_own_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediagen-agent") as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+def _sdk() -> tuple[Any, Any]:
+    """The MCP SDK's client session and streamable HTTP transport; the extra to install when it is absent."""
+    try:
+        from mcp import ClientSession
+        from mcp.client import streamable_http
+    except ImportError:
+        raise errors.ConfigurationError(f"the agent server is read through the MCP SDK: {EXTRA}") from None
+    return ClientSession, streamable_http
+
+
+def check_usage(core: Core) -> Usage:
+    """``check_usage`` on the agent server of ``core``'s service, with its key or a signed-in token."""
+    url = mcp_url(core.settings)
+    _sdk()  # before any request is booked
+    token = signed_in(url)
+    if token is not None:
+        return _in_own_thread(lambda: ask_usage(url, token))
+
+    def keyed() -> Usage:
+        key = _drive(core.requests("mcp", REQUESTS_PER_CALL))
+        return asyncio.run(ask_usage(url, key, with_key=True))
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediagen-agent") as pool:
+        return pool.submit(keyed).result()
+
+
+async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> Usage:
+    """``check_usage`` on a fresh MCP session; every failure is one of our errors, naming the server."""
+    tool = "check_usage"
+    client_session, streamable_http = _sdk()
+    unreadable: list[Exception] = []
+
+    async def stop_on_failure(message: Any) -> None:
+        """What the transport could not read (an answer that is not MCP) ends the session at once; left to
+        the SDK, the request would wait for an answer that never comes."""
+        if isinstance(message, Exception):
+            unreadable.append(message)
+            raise message
+
+    auth = BearerAuth(credential)
+    try:
+        async with (
+            httpx.AsyncClient(auth=auth, timeout=TIMEOUT, follow_redirects=False) as http,
+            streamable_http.streamable_http_client(url, http_client=http) as (read, write, _),
+            client_session(read, write, message_handler=stop_on_failure) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool(tool, {})
+    except BaseException as exc:  # the SDK's task groups wrap what went wrong
+        raise _failure(unreadable[0] if unreadable else exc, url, with_key) from None
+    if result.isError:
+        text = result.content[0].text if result.content and hasattr(result.content[0], "text") else tool
+        status = (result.structuredContent or {}).get("statusCode")
+        raise errors.from_response(status if isinstance(status, int) else 500, _json(text))
+    return Usage.parse(result.structuredContent)
+
+
+def _json(text: str) -> bytes:
+    return json.dumps({"message": text}).encode()
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    nested = getattr(exc, "exceptions", None)
+    if not nested:
+        return [exc]
+    return [leaf for inner in nested for leaf in _leaves(inner)]
+
+
+def _failure(exc: BaseException, url: str, with_key: bool) -> BaseException:
+    """What went wrong in one line: the server's refusal, an address that cannot be reached, a bad answer."""
+    for leaf in _leaves(exc):
+        if isinstance(leaf, httpx.HTTPStatusError):
+            answer = leaf.response
+            try:
+                answer.read()
+                raw = answer.content
+            except (httpx.HTTPError, RuntimeError):
+                raw = b""
+            if not raw:  # the SDK streamed the answer and closed it unread
+                raw = _json(f"the agent server at {url} answered {answer.status_code}")
+            error = errors.from_response(answer.status_code, raw)
+            if answer.status_code == 401 and with_key:
+                return errors.AuthenticationError(
+                    401,
+                    f"the agent server at {url} refused the API key ({error.message}); if it wants an OAuth "
+                    "sign-in instead: mediagen_nb.sign_in() (%mediagen sign-in, mediagen sign-in): open its "
+                    "link, then paste the code back",
+                )
+            return error
+        if isinstance(leaf, httpx.TransportError):
+            return errors.ConnectionFailed(f"cannot reach the agent server at {url}: {type(leaf).__name__}")
+        if isinstance(leaf, (KeyboardInterrupt, asyncio.CancelledError, errors.MediagenError)):
+            return leaf
+    leaf = _leaves(exc)[0]
+    said = errors.mask(f"{type(leaf).__name__}: {(str(leaf).splitlines() or [''])[0]}")[:200]
+    return errors.ServiceResponseError(f"the agent server at {url} answered what MCP does not allow ({said})")
+
+
+def jupyter_ai_entry(url: str, credential: str, name: str = "mediagen") -> dict[str, Any]:
+    """Jupyter AI's ``.jupyter/mcp_settings.json`` entry for the agent server (an HTTP server with a bearer
+    header: its settings have no reference to an environment variable, so the value is the credential)."""
+    return {
+        "type": "http",
+        "name": name,
+        "url": url,
+        "headers": [{"name": "Authorization", "value": f"Bearer {credential}"}],
+    }

@@ -1,0 +1,238 @@
+"""The account's real balance in the toolkit: ``mg.balance()``, ``mg.budget("balance")``, the OAuth sign-in
+where the agent server takes no key, ``mediagen balance`` and ``mediagen mcp-config``, on a served sandbox,
+figures checked against the sandbox's own account and ledger."""
+
+import json
+import re
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from _agent import agent, balance, call, ledger, sign_in
+from _shared import environment, run_mediagen
+
+import mediagen_nb as mg
+from mediagen_nb.client import connection
+from mediagen_nb.client.context import PROCESS
+from mediagen_nb.protocol.paths import path
+from mediagen_nb.sandbox import Sandbox, SandboxConfig
+
+RUN = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse", "quality": "low"}}
+
+
+@pytest.fixture(autouse=True)
+def no_sign_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts signed in to no agent server."""
+    monkeypatch.setattr(PROCESS, "agent_tokens", {})
+
+
+@pytest.fixture
+def client(served: Sandbox) -> Iterator[mg.Client]:
+    made = mg.Client.for_sandbox(served)
+    connection.use(made)
+    yield made
+
+
+def test_balance_is_the_account_s_to_the_credit_and_explains_the_difference(
+    served: Sandbox, client: mg.Client
+) -> None:
+    base = served.base_url
+    assert base is not None
+    client.generate("gpt-image-2", prompt="a fox", quality="low")  # this machine: 3 credits, 1 run
+    assert httpx.post(base + path("sandbox_app_runs"), json={"credits": 10}).status_code == 201  # the web app
+    found = mg.balance()
+    assert found.remaining == balance(base) == 3000 - 13
+    assert (found.usage.month_credits, found.usage.month_runs, found.usage.month_api_runs) == (13, 2, 1)
+    assert (found.ledger_credits, found.ledger_runs) == (3, 1)
+    assert (found.other_credits, found.other_runs) == (10, 1)
+    text = str(found)
+    assert "2,987 credits left" in text and "web app" in text and "1 of the month's runs" in text
+    assert found.usage.top_up_url == base + path("sandbox_app", page="billing")
+    assert 'href="' + base in found._repr_html_()
+    assert sum(e["credits"] for e in ledger(base)) == 13  # reading the balance charged nothing
+
+
+def test_the_ledger_and_the_account_agree_when_everything_was_started_here(client: mg.Client) -> None:
+    client.generate("gpt-image-2", prompt="a fox", quality="low")
+    found = mg.balance()
+    assert (found.other_credits, found.other_runs) == (0, 0)
+    assert "agree" in found.explained()[0]
+
+
+@pytest.mark.anyio
+async def test_agent_starts_with_a_token_count_on_the_account_but_not_as_api_runs(
+    served: Sandbox, client: mg.Client
+) -> None:
+    base = served.base_url
+    assert base is not None
+    async with agent(base, sign_in(base)) as session:
+        await call(session, "generate", RUN)
+    found = mg.balance(client)
+    assert (found.usage.month_runs, found.usage.month_api_runs, found.ledger_runs) == (1, 0, 0)
+    assert found.other_credits == 3
+
+
+def test_a_budget_against_the_balance_refuses_what_the_account_cannot_pay(
+    served: Sandbox, client: mg.Client
+) -> None:
+    base = served.base_url
+    assert base is not None
+    httpx.post(base + path("sandbox_account"), json={"balance": 10})
+    status = mg.budget("balance")
+    assert status.limit == 10 and status.left == 10
+    with pytest.raises(mg.BudgetExceeded, match="would cost 25 credits"):
+        client.generate("gpt-image-2", prompt="a fox", quality="high")
+    assert ledger(base) == []  # refused before sending
+    client.generate("gpt-image-2", prompt="a fox", quality="low")
+    assert mg.budget().left == 7
+
+
+def test_an_agent_server_that_wants_oauth_says_so_and_the_notebook_sign_in_works() -> None:
+    with Sandbox(SandboxConfig(time_scale=600, seed=1, agent_keys=False)) as sandbox:
+        client = mg.Client.for_sandbox(sandbox)
+        connection.use(client)
+        with pytest.raises(mg.AuthenticationError, match=r"refused the API key .*sign_in\(\)"):
+            mg.balance()
+        shown: list[str] = []
+
+        def paste(prompt: str) -> str:
+            link = re.search(r"open (\S+) and approve", shown[0])
+            assert link is not None and "code_challenge_method=S256" in link.group(1)
+            page = httpx.get(link.group(1))
+            code = re.search(r"<pre id=code>([^<]+)</pre>", page.text)
+            assert code is not None
+            return code.group(1)
+
+        said = mg.sign_in(read=paste, show=shown.append)
+        assert "signed in" in said and "mgat_" not in said
+        token = next(iter(PROCESS.agent_tokens.values()))
+        assert "mgat_" not in repr(token)
+        found = mg.balance()
+        assert found.remaining == 3000
+
+
+def test_a_sign_in_with_a_wrong_code_is_refused_in_one_line(served: Sandbox, client: mg.Client) -> None:
+    with pytest.raises(mg.AuthenticationError, match="sign-in refused"):
+        mg.sign_in(read=lambda prompt: "not-a-code", show=lambda line: None)
+    assert PROCESS.agent_tokens == {}
+
+
+def test_on_the_service_the_agent_server_s_address_must_be_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MEDIAGEN_MCP_URL", raising=False)
+    client = mg.Client("pk_live_example", base_url="https://api.example.invalid")
+    with pytest.raises(mg.ConfigurationError, match="MEDIAGEN_MCP_URL"):
+        mg.balance(client)
+    monkeypatch.setenv("MEDIAGEN_MCP_URL", "http://agents.example.invalid/mcp")
+    with pytest.raises(mg.ConfigurationError, match="must be an https URL"):
+        mg.balance(client)
+
+
+def test_mediagen_balance_on_the_sandbox_shows_the_balance_to_the_credit(
+    served: Sandbox, tmp_path: Path
+) -> None:
+    base = served.base_url
+    assert base is not None
+    env = environment(**served.client_env())
+    assert (
+        run_mediagen(
+            "generate", "gpt-image-2", "prompt=a fox", "quality=low", env=env, cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    httpx.post(base + path("sandbox_app_runs"), json={"credits": 7})
+    shown = run_mediagen("balance", env=env, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    left = balance(base)
+    assert left == 3000 - 10
+    assert f"{left:,} credits left" in shown.stdout
+    assert "7 credits and 1 run on the account were not started from this machine's ledger" in shown.stdout
+    document = json.loads(run_mediagen("balance", "--json", env=env, cwd=tmp_path).stdout)
+    assert document["remainingCredits"] == left and document["ledger"] == {"credits": 3, "runs": 1}
+    assert (document["monthCredits"], document["monthRuns"], document["monthApiRuns"]) == (10, 2, 1)
+
+
+def test_mediagen_balance_without_an_agent_server_address_exits_2(tmp_path: Path) -> None:
+    env = environment(MEDIAGEN_API_KEY="pk_live_example", MEDIAGEN_BASE_URL="https://api.example.invalid")
+    done = run_mediagen("balance", "--json", env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["type"] == "ConfigurationError"
+    assert "pk_live_example" not in done.stdout + done.stderr
+
+
+def test_mcp_config_prints_and_writes_jupyter_ai_s_entry(served: Sandbox, tmp_path: Path) -> None:
+    base = served.base_url
+    assert base is not None
+    env = environment(**served.client_env())
+    printed = run_mediagen("mcp-config", env=env, cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    (entry,) = json.loads(printed.stdout)["mcp_servers"]
+    assert entry == {
+        "type": "http",
+        "name": "mediagen",
+        "url": base + path("mcp"),
+        "headers": [{"name": "Authorization", "value": f"Bearer {served.demo_key}"}],
+    }
+    assert not (tmp_path / ".jupyter").exists()  # printing writes nothing
+    settings = tmp_path / ".jupyter" / "mcp_settings.json"
+    settings.parent.mkdir()
+    other = {"name": "Other Tools", "command": "npx", "args": []}
+    settings.write_text(json.dumps({"mcp_servers": [other, {**entry, "url": "http://old"}]}))
+    written = run_mediagen("mcp-config", "--write", env=env, cwd=tmp_path)
+    assert written.returncode == 0 and str(settings.resolve()) in written.stdout
+    assert json.loads(settings.read_text())["mcp_servers"] == [other, entry]  # merged, ours replaced
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+
+
+@pytest.mark.anyio
+async def test_the_written_entry_reaches_the_agent_server(served: Sandbox, tmp_path: Path) -> None:
+    """What Jupyter AI would do with the entry: the SDK's client, with its URL and header, lists the tools."""
+    env = environment(**served.client_env())
+    assert run_mediagen("mcp-config", "--write", env=env, cwd=tmp_path).returncode == 0
+    (entry,) = json.loads((tmp_path / ".jupyter" / "mcp_settings.json").read_text())["mcp_servers"]
+    credential = entry["headers"][0]["value"].removeprefix("Bearer ")
+    async with agent(entry["url"].removesuffix(path("mcp")), credential) as session:
+        assert len((await session.list_tools()).tools) == 9
+
+
+def test_mcp_config_masks_a_real_key_unless_written(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    env = environment(
+        MEDIAGEN_API_KEY="pk_live_realsecret123",
+        MEDIAGEN_BASE_URL="https://api.example.invalid",
+        MEDIAGEN_MCP_URL="https://agents.example.invalid/mcp",
+    )
+    printed = run_mediagen("mcp-config", env=env, cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    assert "realsecret123" not in printed.stdout + printed.stderr and "--write" in printed.stderr
+    written = run_mediagen("mcp-config", "--write", env=env, cwd=tmp_path)
+    assert "realsecret123" not in written.stdout + written.stderr and "keep it out of git" in written.stdout
+    (entry,) = json.loads((tmp_path / ".jupyter" / "mcp_settings.json").read_text())["mcp_servers"]
+    assert entry["headers"] == [{"name": "Authorization", "value": "Bearer pk_live_realsecret123"}]
+
+
+def test_without_the_sdk_the_balance_names_the_extra(
+    served: Sandbox, client: mg.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the agent extra were not installed
+    with pytest.raises(mg.ConfigurationError, match=r"pip install 'mediagen-nb\[agent\]'"):
+        mg.balance(client)
+
+
+def test_on_a_sandbox_in_another_month_the_ledger_is_not_compared(served: Sandbox, client: mg.Client) -> None:
+    """The sandbox counts its month on its simulated clock; once that clock is in another month than this
+    machine's, the account's month and the ledger's are told apart, not explained as each other."""
+    base = served.base_url
+    assert base is not None
+    client.generate("gpt-image-2", prompt="a fox", quality="low")  # this machine's month: 3 credits
+    httpx.post(base + path("sandbox_clock"), json={"advance": 40 * 86400})  # the sandbox: a month on
+    found = mg.balance()
+    sandbox_month = httpx.get(base + path("sandbox_info")).json()["data"]["now"][:7]
+    assert found.account_month == sandbox_month != found.ledger_month
+    assert (found.usage.month_credits, found.usage.month_runs) == (0, 0)  # its new month is empty
+    assert (found.ledger_credits, found.ledger_runs) == (3, 1)
+    (said,) = found.explained()
+    assert f"its month is {sandbox_month}" in said and "not compared" in said
+    assert f"{sandbox_month} on the account: 0 credits" in str(found)
+    assert found.remaining == balance(base) == 3000 - 3
