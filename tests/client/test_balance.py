@@ -235,4 +235,6 @@ def test_on_a_sandbox_in_another_month_the_ledger_is_not_compared(served: Sandbo
     (said,) = found.explained()
     assert f"its month is {sandbox_month}" in said and "not compared" in said
     assert f"{sandbox_month} on the account: 0 credits" in str(found)
-    assert found.remaining == balance(base) == 3000 - 3
+    grants = [e["credits"] for e in ledger(base) if e["kind"] == "grant"]  # each month turned: the plan's
+    assert grants and set(grants) == {3000}
+    assert found.remaining == balance(base) == 3000 - 3 + sum(grants)

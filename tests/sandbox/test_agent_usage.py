@@ -74,6 +74,8 @@ def _month_ledger(base: str, month: str) -> tuple[int, int]:
     """Credits net of refunds, and runs not wholly refunded, of ``month`` in the sandbox's ledger."""
     by_run: dict[str, list[dict[str, Any]]] = {}
     for entry in ledger(base):
+        if entry["kind"] == "grant":
+            continue  # a month's plan credits are no run
         by_run.setdefault(entry["resourceId"], []).append(entry)
     credits = runs = 0
     for entries in by_run.values():
@@ -122,14 +124,15 @@ async def test_check_usage_matches_the_ledger_across_rest_agent_web_app_and_a_mo
         advance(base, _seconds_to_next_month(base))  # a new calendar month
         turned = await call(by_key, "check_usage", {})
         assert (turned["monthCredits"], turned["monthRuns"], turned["monthApiRuns"]) == (0, 0, 0)
-        assert turned["remainingCredits"] == 3000 - 22  # what is left does not turn with the month
+        # what is left carries over, and the Scale plan's 3,000 monthly credits arrive with the turn
+        assert turned["remainingCredits"] == 3000 - 22 + 3000
         await call(by_key, "generate", RUN)
         _app_run(base, 4)
         now = await call(by_key, "check_usage", {})
         next_month = httpx.get(base + path("sandbox_info")).json()["data"]["now"][:7]
         assert next_month != month and _month_ledger(base, next_month) == (7, 2)
         assert (now["monthCredits"], now["monthRuns"], now["monthApiRuns"]) == (7, 2, 1)
-        assert now["remainingCredits"] == balance(base) == 3000 - 22 - 7
+        assert now["remainingCredits"] == balance(base) == 3000 - 22 + 3000 - 7
 
 
 def test_a_web_app_run_needs_the_balance_and_says_its_fields() -> None:
