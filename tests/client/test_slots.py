@@ -1,0 +1,64 @@
+"""The earliest slot in partly booked windows: gaps are filled, and the rules hold wherever it goes."""
+
+import random
+
+from mediagen_nb.client.slots import Stamps, earliest
+
+
+def valid(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> bool:
+    """Whether booked (slot, spread) stamps keep the even stream and never ``limit + 1`` in a window."""
+    stamps = sorted(stamps)
+    gaps = all(b[0] - a[0] >= seconds / limit - 1e-9 for a, b in zip(stamps, stamps[1:], strict=False))
+    windows = all(
+        stamps[i + limit][0] >= stamps[i][0] + stamps[i][1] + seconds - 1e-9
+        for i in range(len(stamps) - limit)
+    )
+    return gaps and windows
+
+
+def window(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> Stamps:
+    stamps = sorted(stamps)
+    return Stamps(limit, seconds, [a for a, _ in stamps], [s for _, s in stamps])
+
+
+def test_a_read_fills_the_gap_a_start_left_on_its_key() -> None:
+    """The key's stamps at 0 and 2 (its start waited for the account): a read goes at 1, not at 3."""
+    key = window(60, 60.0, [(0.0, 0.0), (2.0, 0.0)])
+    assert earliest(0.5, [key], 0.0) == 1.0
+    account = window(60, 60.0, [(1.0, 0.0)])  # another key's start took the account at 1
+    assert earliest(0.5, [key, account], 0.0) == 3.0  # a start needs both: after every booking
+
+
+def test_a_stamp_never_makes_a_window_hold_one_too_many() -> None:
+    """Three a window: stamps at 0, 1 and 5 leave a gap at 3 by spacing, but 3 would be the fourth
+    within 10 s of 0 (with 1 and 5); the slot is 10 (0's window over, 5 s past the last stamp)."""
+    stamps = window(3, 10.0, [(0.0, 0.0), (1.0, 0.0), (5.0, 0.0)])
+    assert not stamps.fits(3.0, 0.0)
+    assert earliest(0.0, [stamps], 0.0) == 10.0
+
+
+def test_a_spread_delays_the_stamp_a_window_later() -> None:
+    """A request that may arrive 0.5 s after its slot counts until then: the stamp a window later
+    waits that long too, and a new stamp's own spread keeps it a window before the next."""
+    stamps = window(2, 10.0, [(0.0, 0.5), (5.0, 0.0)])
+    assert earliest(5.0, [stamps], 0.0) == 10.5
+    ahead = window(2, 10.0, [(20.0, 0.0), (25.0, 0.0)])
+    assert earliest(0.0, [ahead], 0.0) == 0.0  # two before them, a window earlier, fit: 0 and 5
+    assert earliest(14.5, [ahead], 0.5) == 14.5  # it may arrive at 15: a window before 25
+    assert earliest(14.6, [ahead], 0.5) == 30.0  # it may arrive at 15.1: too close, so after them
+
+
+def test_random_bookings_are_the_earliest_that_keep_the_rules() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        limit, seconds = rng.randint(1, 6), rng.choice([6.0, 10.0])
+        booked: list[tuple[float, float]] = []
+        for _ in range(rng.randint(0, 15)):  # book at random times, as many processes would
+            after, spread = rng.uniform(0, 40), rng.choice([0.0, 0.0, 0.3, 1.0])
+            booked.append((earliest(after, [window(limit, seconds, booked)], spread), spread))
+            assert valid(limit, seconds, booked)
+        after, spread = rng.uniform(0, 40), rng.choice([0.0, 0.5])
+        slot = earliest(after, [window(limit, seconds, booked)], spread)
+        assert slot >= after and valid(limit, seconds, [*booked, (slot, spread)])
+        grid = [after + i * 0.01 for i in range(int((slot - after) / 0.01))]
+        assert not any(valid(limit, seconds, [*booked, (t, spread)]) for t in grid if t < slot - 1e-6)
