@@ -162,7 +162,7 @@ class SQLiteStore:
                 horizon = now + HORIZON * min(w.seconds for w in choices[best])
                 if slot > horizon:
                     self._db.execute("COMMIT")
-                    return Booking(None, slot - horizon, horizon)
+                    return Booking(None, slot - horizon, now + slot - horizon)  # ask again then
                 for w in choices[best]:
                     self._db.execute("INSERT INTO slots VALUES (?, ?, ?)", (w.scope, slot, margin))
                 self._db.execute("COMMIT")

@@ -16,6 +16,7 @@ lets several processes on keys of one account use every slot of both limits, ins
 waiting behind its own furthest booking (head-of-line blocking).
 """
 
+import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,11 +72,24 @@ class Stamps:
 
 
 def earliest(after: float, windows: Sequence[Stamps], spread: float) -> float:
-    """The earliest time, ``after`` or later, at which a stamp with ``spread`` fits every window."""
+    """The earliest time, ``after`` or later, at which a stamp with ``spread`` fits every window.
+
+    While any of the windows is busy (a stamp in the last window or ahead), slots are multiples of
+    the shortest gap, on the store's clock: every process's bookings then meet in whole gaps, where
+    stamps put anywhere would leave slivers too short for a request between a key's starts (which
+    the account places) and its reads. An idle window takes a request at once.
+    """
+    busy = any(window.at and window.at[-1] > after - window.seconds for window in windows)
+    gap = min(window.gap for window in windows) if busy else 0.0
     times = {after}
     for window in windows:
         times.update(t for t in window.candidates(spread) if t > after)
-    for t in sorted(times):
+    for t in sorted({on_grid(t, gap) for t in times}):
         if all(window.fits(t, spread) for window in windows):
             return t
     raise AssertionError("a stamp always fits after every booked one")  # pragma: no cover
+
+
+def on_grid(t: float, gap: float) -> float:
+    """``t``, or the first multiple of ``gap`` after it (0: no grid)."""
+    return t if gap <= 0 else math.ceil(t / gap - EPSILON) * gap

@@ -1,5 +1,7 @@
 """The earliest slot in partly booked windows: gaps are filled, and the rules hold wherever it goes."""
 
+import itertools
+import math
 import random
 
 from mediagen_nb.client.slots import Stamps, earliest
@@ -8,7 +10,7 @@ from mediagen_nb.client.slots import Stamps, earliest
 def valid(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> bool:
     """Whether booked (slot, spread) stamps keep the even stream and never ``limit + 1`` in a window."""
     stamps = sorted(stamps)
-    gaps = all(b[0] - a[0] >= seconds / limit - 1e-9 for a, b in zip(stamps, stamps[1:], strict=False))
+    gaps = all(b[0] - a[0] >= seconds / limit - 1e-9 for a, b in itertools.pairwise(stamps))
     windows = all(
         stamps[i + limit][0] >= stamps[i][0] + stamps[i][1] + seconds - 1e-9
         for i in range(len(stamps) - limit)
@@ -39,13 +41,23 @@ def test_a_stamp_never_makes_a_window_hold_one_too_many() -> None:
 
 def test_a_spread_delays_the_stamp_a_window_later() -> None:
     """A request that may arrive 0.5 s after its slot counts until then: the stamp a window later
-    waits that long too, and a new stamp's own spread keeps it a window before the next."""
+    waits that long too (to the next whole gap of a busy window), and a new stamp's own spread keeps
+    it a window before the next."""
     stamps = window(2, 10.0, [(0.0, 0.5), (5.0, 0.0)])
-    assert earliest(5.0, [stamps], 0.0) == 10.5
+    assert stamps.fits(10.5, 0.0) and not stamps.fits(10.4, 0.0)
+    assert earliest(5.0, [stamps], 0.0) == 15.0
     ahead = window(2, 10.0, [(20.0, 0.0), (25.0, 0.0)])
     assert earliest(0.0, [ahead], 0.0) == 0.0  # two before them, a window earlier, fit: 0 and 5
-    assert earliest(14.5, [ahead], 0.5) == 14.5  # it may arrive at 15: a window before 25
-    assert earliest(14.6, [ahead], 0.5) == 30.0  # it may arrive at 15.1: too close, so after them
+    assert ahead.fits(14.5, 0.5)  # it may arrive at 15: a window before 25
+    assert not ahead.fits(15.0, 0.5)  # it may arrive at 15.5: too close
+    assert earliest(14.6, [ahead], 0.5) == 30.0  # so after them
+
+
+def test_an_idle_window_takes_a_request_at_once_a_busy_one_in_whole_gaps() -> None:
+    """Off the grid only when idle: a busy window's slots are whole gaps, so no sliver is left."""
+    assert earliest(3.7, [window(60, 60.0, [(-60.0, 0.0)])], 0.0) == 3.7
+    assert earliest(3.7, [window(60, 60.0, [(3.0, 0.0)])], 0.0) == 4.0
+    assert earliest(3.2, [window(60, 60.0, [(2.1, 0.0)])], 0.0) == 4.0  # 3.1 is no whole gap
 
 
 def test_random_bookings_are_the_earliest_that_keep_the_rules() -> None:
@@ -58,7 +70,11 @@ def test_random_bookings_are_the_earliest_that_keep_the_rules() -> None:
             booked.append((earliest(after, [window(limit, seconds, booked)], spread), spread))
             assert valid(limit, seconds, booked)
         after, spread = rng.uniform(0, 40), rng.choice([0.0, 0.5])
-        slot = earliest(after, [window(limit, seconds, booked)], spread)
+        stamps = window(limit, seconds, booked)
+        slot = earliest(after, [stamps], spread)
         assert slot >= after and valid(limit, seconds, [*booked, (slot, spread)])
-        grid = [after + i * 0.01 for i in range(int((slot - after) / 0.01))]
-        assert not any(valid(limit, seconds, [*booked, (t, spread)]) for t in grid if t < slot - 1e-6)
+        busy = bool(booked) and max(booked)[0] > after - seconds
+        gap = seconds / limit
+        grid = [k * gap for k in range(math.ceil(after / gap), int(slot / gap) + 1)]
+        earlier = grid if busy else [after]
+        assert not any(valid(limit, seconds, [*booked, (t, spread)]) for t in earlier if t < slot - 1e-6)
