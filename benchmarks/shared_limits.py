@@ -18,8 +18,14 @@ requests in no less than ``2 * rows / (60 * keys)`` windows; the bound is the la
 bound" is bound / makespan: 1.00 would be every slot of the binding limit used, from the first
 start to the last read (the last generation's own run time, a few seconds, keeps it a little under).
 
-Targets: two processes on one key <= 1.10x the baseline and four <= 1.15x; the team cases >= 0.90 of
-their bound; zero 429s everywhere and 2.00 requests per generation. ``--cpu-hog`` runs every case
+"start rate" is the starts a window the sandbox charged between the first start and the last, as a
+share of the account's 60: the part of the binding limit the scheduler used while it was starting
+work, leaving out what no scheduler can fill (interpreter and catalog start-up, the tail). At x60 a
+process's 2.5 real seconds of start-up alone are 150 simulated seconds, so "of bound" stays well
+under 1 for short sweeps whatever the scheduler does.
+
+Targets: two processes on one key <= 1.10x the baseline and four <= 1.15x; the team cases' start
+rate >= 0.90; zero 429s everywhere and 2.00 requests per generation. ``--cpu-hog`` runs every case
 beside one busy process per core (``yes > /dev/null``, killed at the end): the target is still zero
 429s (the ratios then measure a machine with less CPU than it has cores busy).
 
@@ -35,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +53,7 @@ from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 MODEL = "flare-1-swift"  # flat price, about 5 s a run
 TARGETS = {2: 1.10, 4: 1.15}  # makespan against the baseline, one key shared by that many processes
-TEAM_TARGET = 0.90  # bound / makespan, processes with keys of their own on one account
+TEAM_TARGET = 0.90  # start rate of processes with keys of their own on one account
 REQUESTS_PER_GENERATION = 2  # one start and one read
 
 WORKER = """
@@ -96,6 +103,8 @@ def case(scale: float, rows: int, processes: int, limits_url: str, own_keys: boo
             started.append(subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True))
         results = [json.loads(p.communicate(timeout=1800)[0].strip().splitlines()[-1]) for p in started]
         counts = control(sandbox, "sandbox_info")["counts"]
+        entries = control(sandbox, "sandbox_ledger")["entries"]
+    charged = sorted(moment(e["at"]) for e in entries if e["kind"] == "charge")
     makespan = (max(r["end"] for r in results) - min(r["start"] for r in results)) * scale
     made = sum(r["ok"] for r in results)
     return {
@@ -105,7 +114,23 @@ def case(scale: float, rows: int, processes: int, limits_url: str, own_keys: boo
         "429s": counts["requestsOverLimit"] + counts["startsOverLimit"],
         "first_done": (min(r["end"] for r in results) - min(r["start"] for r in results)) * scale,
         "of_bound": bound(rows, len(set(keys))) / makespan,
+        "start_rate": start_rate(charged),
     }
+
+
+def moment(iso: str) -> float:
+    """Unix seconds of the sandbox's ISO 8601 time (its simulated clock)."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def start_rate(charged: list[float]) -> float:
+    """Starts a window while the sweeps were starting (first charge to last, on the sandbox's clock),
+    as a share of the account's 60: how much of the binding limit the scheduler used, leaving out
+    what no scheduler can fill (interpreter and catalog start-up, the last generation's run time)."""
+    if len(charged) < 2 or charged[-1] <= charged[0]:
+        return float("nan")
+    per_window = (len(charged) - 1) / (charged[-1] - charged[0]) * limits.WINDOW_SECONDS
+    return per_window / limits.STARTS_PER_ACCOUNT
 
 
 def redis_server() -> tuple[subprocess.Popen[bytes], str] | None:
@@ -134,7 +159,7 @@ def cpu_hog() -> list[subprocess.Popen[bytes]]:
 def verdict(result: dict[str, Any], processes: int, url: str, own_keys: bool, ratio: float) -> str:
     """What the case's target says of it (empty: the case has none)."""
     if own_keys:
-        met = result["of_bound"] >= TEAM_TARGET
+        met = result["start_rate"] >= TEAM_TARGET
         return " met" if met else f" MISSED {TEAM_TARGET:.2f} of bound"
     target = TARGETS.get(processes) if url != "memory" else None
     return "" if target is None else (" met" if ratio <= target else f" MISSED {target}x")
@@ -166,8 +191,8 @@ def main() -> None:
     beside = f", beside {len(hog)} busy processes (--cpu-hog)" if hog else ""
     print(f"{args.rows} rows of {MODEL} at time x{args.time_scale:g}, split between the processes{beside}")
     print(
-        f"{'case':<42} {'makespan':>9} {'ratio':>6} {'of bound':>8} {'first done':>10} "
-        f"{'req/gen':>8} {'429s':>5}"
+        f"{'case':<42} {'makespan':>9} {'ratio':>6} {'of bound':>8} {'start rate':>10} "
+        f"{'first done':>10} {'req/gen':>8} {'429s':>5}"
     )
     baseline = None
     try:
@@ -177,8 +202,9 @@ def main() -> None:
             ratio = result["makespan"] / baseline
             print(
                 f"{name:<42} {result['makespan']:>8.0f}s {ratio:>5.2f}x {result['of_bound']:>8.2f} "
-                f"{result['first_done']:>9.0f}s {result['per_generation']:>8.2f} "
-                f"{result['429s']:>5}{verdict(result, processes, url, own_keys, ratio)}"
+                f"{result['start_rate']:>10.2f} {result['first_done']:>9.0f}s "
+                f"{result['per_generation']:>8.2f} {result['429s']:>5}"
+                f"{verdict(result, processes, url, own_keys, ratio)}"
             )
     finally:
         for process in hog:
