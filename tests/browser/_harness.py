@@ -184,7 +184,12 @@ def notebooks_lab(
     arguments = lab_arguments(home, save_widget_state)
     try:
         with jupyter(
-            "jupyterlab", "notebooks/", *arguments, cwd=repo, env=env or server_env(home), log=log,
+            "jupyterlab",
+            "notebooks/",
+            *arguments,
+            cwd=repo,
+            env=env or server_env(home),
+            log=log,
             root=repo / "notebooks",
         ) as lab:
             yield lab

@@ -26,6 +26,7 @@ import pytest
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
 from _harness import (
     H264,
+    NOTEBOOKS,
     OUTPUT,
     VIEWPORT,
     Lab,

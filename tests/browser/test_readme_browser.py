@@ -45,6 +45,7 @@ from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 REPO = Path(__file__).resolve().parents[2]
 TOUR = "tour.ipynb"
+KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 LINKS = f'{OUTPUT} a[href*="/_sandbox/"]'  # links to the sandbox's pages and files
 BINDER_NOTEBOOKS = {"04-replicate-a-short.ipynb": 3, "05-topic-to-video.ipynb": 5}  # videos in each
 
@@ -72,7 +73,7 @@ def test_the_readme_tour_runs_as_written_in_jupyterlab_opened_the_readme_way(
     with notebooks_lab(tmp_path, artifacts / "jupyter-server-tour.log") as lab:
         notebook = nbformat.v4.new_notebook()
         notebook.cells = [nbformat.v4.new_code_cell(readme_tour())]  # as a user pastes it into a new notebook
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        notebook.metadata["kernelspec"] = KERNEL
         nbformat.write(notebook, lab.root / TOUR)
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
