@@ -25,6 +25,8 @@ from _shared import unused_port
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
 from playwright.sync_api import Locator, Page
 
+from mediagen_nb.sandbox import kept
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 ARTIFACTS = REPO / "test-artifacts"
@@ -46,6 +48,8 @@ LAB_SETTINGS = {
         "checkForUpdates": False,
     },
 }
+# The setting a user turns on for a saved notebook to keep its widgets (off by default).
+SAVE_WIDGET_STATE = {"@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True}}
 
 
 def find_chromium() -> str | None:
@@ -157,15 +161,48 @@ def jupyter(
             _wait_for_server(process, url, token, log)
             yield Lab(url=url, token=token, root=root)
         finally:
-            _shutdown_kernels(url, token)
+            shutdown_kernels(url, token)
             _stop(process)
 
 
-def lab_arguments(home: Path) -> list[str]:
+def a_clone(home: Path) -> Path:
+    """A fresh clone's layout in ``home``: the repository root with a stripped copy of ``notebooks/``."""
+    repo = home / "repo"
+    repo.mkdir()
+    copy_notebooks(NOTEBOOKS, repo / "notebooks")
+    return repo
+
+
+@contextmanager
+def notebooks_lab(
+    home: Path, log: Path, env: dict[str, str] | None = None, save_widget_state: bool = False
+) -> Iterator[Lab]:
+    """JupyterLab opened the README's way, ``jupyter lab notebooks/`` at the root of a fresh clone in
+    ``home`` (``env``: :func:`server_env`'s by default); after, it and the kernels' kept sandbox stop."""
+    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed: pip install -e '.[dev]'")
+    repo = a_clone(home)
+    arguments = lab_arguments(home, save_widget_state)
+    try:
+        with jupyter(
+            "jupyterlab",
+            "notebooks/",
+            *arguments,
+            cwd=repo,
+            env=env or server_env(home),
+            log=log,
+            root=repo / "notebooks",
+        ) as lab:
+            yield lab
+    finally:
+        kept.stop(home / ".local" / "share" / "mediagen_nb" / "sandbox")
+
+
+def lab_arguments(home: Path, save_widget_state: bool = False) -> list[str]:
     """JupyterLab's options for a test: its app open to the page's scripts, no news or update checks (no
     request leaves the machine), its settings and workspaces in ``home``."""
     settings_dir = home / "user-settings"
-    for name, values in LAB_SETTINGS.items():
+    settings = {**LAB_SETTINGS, **(SAVE_WIDGET_STATE if save_widget_state else {})}
+    for name, values in settings.items():
         target = settings_dir / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values), encoding="utf-8")
@@ -193,10 +230,12 @@ def _wait_for_server(process: subprocess.Popen[bytes], url: str, token: str, log
     pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S} s; see {log_path}")
 
 
-def _shutdown_kernels(url: str, token: str) -> None:
-    """Ask the server to shut its kernels down."""
+def shutdown_kernels(url: str, token: str) -> None:
+    """Ask the server to end its sessions and shut its kernels down: a notebook opened after starts anew."""
     try:
         with httpx.Client(base_url=url, params={"token": token}, timeout=10) as http:
+            for session in http.get("/api/sessions").json():
+                http.delete(f"/api/sessions/{session['id']}")
             for kernel in http.get("/api/kernels").json():
                 http.delete(f"/api/kernels/{kernel['id']}")
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
@@ -237,6 +276,7 @@ OPEN_TIMEOUT_S = 90  # page load, kernel start
 RUN_TIMEOUT_S = 180  # Run All of one notebook
 MEDIA_TIMEOUT_MS = 30_000
 H264 = 'video/mp4; codecs="avc1.42E01E"'
+AUDIO_TYPES = {".wav": "audio/wav", ".mp3": "audio/mpeg", ".ogg": "audio/ogg"}
 OUTPUT = ".jp-OutputArea-output"
 STDERR = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
 
@@ -307,9 +347,10 @@ def failure_screenshot(shots: Shots) -> Iterator[None]:
         raise
 
 
-@pytest.fixture
-def page(browser: Any, artifacts: Path) -> Iterator[Page]:
-    """A fresh browser context and page; requests to anything but 127.0.0.1 are refused and noted."""
+@contextmanager
+def loopback_page(browser: Any, artifacts: Path) -> Iterator[Page]:
+    """A fresh browser context and page; requests to anything but 127.0.0.1 are refused and noted (as
+    on a machine offline: no CDN), the console goes to ``browser-console.log``; closed after."""
     context = browser.new_context(viewport=VIEWPORT)
     refused: list[str] = []
 
@@ -332,6 +373,13 @@ def page(browser: Any, artifacts: Path) -> Iterator[Page]:
         if refused:
             _append(console, "refused non-loopback requests: " + ", ".join(sorted(set(refused))))
         context.close()
+
+
+@pytest.fixture
+def page(browser: Any, artifacts: Path) -> Iterator[Page]:
+    """A page of its own for a test: :func:`loopback_page`."""
+    with loopback_page(browser, artifacts) as made:
+        yield made
 
 
 def _append(path: Path, line: str) -> None:
@@ -413,6 +461,11 @@ def fetch_source(page: Page, src: str) -> dict[str, Any]:
         "type": response.headers.get("content-type"),
         "size": len(response.content),
     }
+
+
+def audio_type(src: str) -> str:
+    """The media type of an audio source, by its file name (MP3 when it has none)."""
+    return AUDIO_TYPES.get(Path(urlsplit(src).path).suffix.lower(), "audio/mpeg")
 
 
 def check_media(media: Locator, mime: str) -> dict[str, Any]:

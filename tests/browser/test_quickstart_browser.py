@@ -33,15 +33,13 @@ from _harness import (
     Shots,
     assert_image_loads,
     assert_no_traceback,
+    audio_type,
     check_media,
-    copy_notebooks,
     failure_screenshot,
-    jupyter,
-    lab_arguments,
+    notebooks_lab,
     open_notebook,
     reveal,
     run_all,
-    server_env,
 )
 from playwright.sync_api import Locator, Page, expect
 
@@ -51,20 +49,8 @@ from mediagen_nb.sandbox import kept
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, artifacts: Path, chromium: str) -> Iterator[Lab]:
     """JupyterLab on a free 127.0.0.1 port serving a stripped copy of ``notebooks/``; stopped after."""
-    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed: pip install -e '.[dev]'")
-    home = tmp_path_factory.mktemp("lab-home")
-    root = home / "notebooks"
-    if NOTEBOOKS.is_dir():
-        copy_notebooks(NOTEBOOKS, root)
-    else:
-        root.mkdir()
-    arguments = (f"--ServerApp.root_dir={root}", *lab_arguments(home))
-    log = artifacts / "jupyter-server.log"
-    try:
-        with jupyter("jupyterlab", *arguments, cwd=root, env=server_env(home), log=log, root=root) as made:
-            yield made
-    finally:
-        kept.stop(home / ".local" / "share" / "mediagen_nb" / "sandbox")  # the kernels' sandbox
+    with notebooks_lab(tmp_path_factory.mktemp("lab-home"), artifacts / "jupyter-server.log") as made:
+        yield made
 
 
 QUICKSTART = "01-quickstart.ipynb"
@@ -74,7 +60,6 @@ README_SCREENSHOT_MAX_BYTES = 300_000
 GALLERY_VIEWPORT = {"width": 1280, "height": 1200}
 FORM_TIMEOUT_MS = 90_000
 FORM_PROMPT = "a lighthouse at dawn, watercolor"
-AUDIO_TYPES = {".wav": "audio/wav", ".mp3": "audio/mpeg", ".ogg": "audio/ogg"}
 RUN_BUTTON = "button.jupyter-button"
 RUN_TEXT = re.compile(r"^\s*Run\s*$")
 
@@ -103,8 +88,7 @@ def test_quickstart_runs_in_the_browser(lab: Lab, page: Page, artifacts: Path) -
         report["audio"] = []
         for i in range(audios.count()):
             src = audios.nth(i).get_attribute("src") or ""
-            mime = AUDIO_TYPES.get(Path(urlsplit(src).path).suffix.lower(), "audio/mpeg")
-            report["audio"].append(check_media(audios.nth(i), mime))
+            report["audio"].append(check_media(audios.nth(i), audio_type(src)))
         assert all(a["canPlayType"] for a in report["audio"]), f"audio is not playable: {report['audio']}"
         shots.take("audio")
 

@@ -26,7 +26,6 @@ pytest.importorskip("playwright.sync_api", reason="playwright is not installed: 
 from _harness import (
     FETCH_JS,
     H264,
-    NOTEBOOKS,
     OUTPUT,
     VIEWPORT,
     Lab,
@@ -34,10 +33,8 @@ from _harness import (
     assert_image_loads,
     assert_no_traceback,
     check_media,
-    copy_notebooks,
     failure_screenshot,
-    jupyter,
-    lab_arguments,
+    notebooks_lab,
     open_notebook,
     reveal,
     run_all,
@@ -48,6 +45,7 @@ from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 REPO = Path(__file__).resolve().parents[2]
 TOUR = "tour.ipynb"
+KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
 LINKS = f'{OUTPUT} a[href*="/_sandbox/"]'  # links to the sandbox's pages and files
 BINDER_NOTEBOOKS = {"04-replicate-a-short.ipynb": 3, "05-topic-to-video.ipynb": 5}  # videos in each
 
@@ -69,30 +67,14 @@ def binder_settings(base_url: str) -> dict[str, str]:
     }
 
 
-def jupyter_lab(home: Path, cwd: Path, root: str, env: dict[str, str], log: Path) -> Any:
-    """``jupyter lab ROOT`` run in ``cwd`` on a free 127.0.0.1 port; stopped (with its kernels) after."""
-    return jupyter("jupyterlab", root, *lab_arguments(home), cwd=cwd, env=env, log=log, root=cwd / root)
-
-
-def a_clone(home: Path) -> Path:
-    """A fresh clone's layout: the repository root with a stripped copy of ``notebooks/``."""
-    repo = home / "repo"
-    repo.mkdir()
-    copy_notebooks(NOTEBOOKS, repo / "notebooks")
-    return repo
-
-
 def test_the_readme_tour_runs_as_written_in_jupyterlab_opened_the_readme_way(
     browser: Any, artifacts: Path, tmp_path: Path
 ) -> None:
-    pytest.importorskip("jupyterlab", reason="jupyterlab is not installed: pip install -e '.[dev]'")
-    repo = a_clone(tmp_path)
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(readme_tour())]  # as a user pastes it into a new notebook
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(notebook, repo / "notebooks" / TOUR)
-    log = artifacts / "jupyter-server-tour.log"
-    with jupyter_lab(tmp_path, repo, "notebooks/", server_env(tmp_path), log) as lab:
+    with notebooks_lab(tmp_path, artifacts / "jupyter-server-tour.log") as lab:
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [nbformat.v4.new_code_cell(readme_tour())]  # as a user pastes it into a new notebook
+        notebook.metadata["kernelspec"] = KERNEL
+        nbformat.write(notebook, lab.root / TOUR)
         context = browser.new_context(viewport=VIEWPORT)
         page = context.new_page()
         shots = Shots(page, artifacts, "readme-tour")
@@ -124,12 +106,10 @@ def test_every_video_of_notebooks_04_and_05_plays_through_the_jupyter_server(
 ) -> None:
     pytest.importorskip("jupyter_server_proxy", reason="jupyter-server-proxy is not installed")
     assert binder_sandbox.base_url is not None
-    repo = a_clone(tmp_path)
     env = {**server_env(tmp_path), **binder_settings(binder_sandbox.base_url)}
     assert env["MEDIAGEN_PREVIEW"] == "proxy"
     env["MEDIAGEN_LEDGER"] = str(tmp_path / "ledger.sqlite")
-    log = artifacts / "jupyter-server-binder.log"
-    with jupyter_lab(tmp_path, repo, "notebooks/", env, log) as lab:
+    with notebooks_lab(tmp_path, artifacts / "jupyter-server-binder.log", env) as lab:
         lab_port = urlsplit(lab.url).port
         context = browser.new_context(viewport=VIEWPORT)
         blocked: list[str] = []
