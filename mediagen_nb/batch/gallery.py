@@ -185,11 +185,15 @@ class LiveGallery:
         self._id = uuid.uuid4().hex
         self._shown = False
         self._lock = threading.Lock()
+        self.drawn = threading.Event()  # set once the final frame is drawn (``handle.result()`` waits)
 
         def follow() -> None:
-            for _ in ended:
-                self._redraw()
-            self._redraw()  # the final frame, with every row's result
+            try:
+                for _ in ended:
+                    self._redraw()
+                self._redraw()  # the final frame, with every row's result
+            finally:
+                self.drawn.set()
 
         threading.Thread(target=follow, name="mediagen-live-preview", daemon=True).start()
 

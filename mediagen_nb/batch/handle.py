@@ -71,6 +71,7 @@ class SweepHandle:
         self._future: Future[dict[int, Outcome]] | None = None
         sweep.row_listeners.append(self._ended_row)
         self._on_row: threading.Thread | None = None  # result() waits for it: every callback has run
+        self._live: list[Any] = []  # live previews: result() waits for each one's final drawing
         if on_row is not None:
             self._on_row = threading.Thread(
                 target=self._call_on_row, args=(on_row,), name="mediagen-on-row", daemon=True
@@ -181,7 +182,11 @@ class SweepHandle:
         def drawn() -> Gallery:
             return Gallery(as_pandas(self.frame()), **options)
 
-        return LiveGallery(drawn, self.as_completed()) if live else drawn()
+        if not live:
+            return drawn()
+        gallery = LiveGallery(drawn, self.as_completed())
+        self._live.append(gallery)
+        return gallery
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop starting rows; starts already sent are answered and recorded, finished rows are kept."""
@@ -203,6 +208,8 @@ class SweepHandle:
                 raise TimeoutError(f"the sweep is still running: {self.progress}") from None
             if self._on_row is not None:
                 self._on_row.join()  # its last callbacks run before the result is handed back
+            for gallery in self._live:
+                gallery.drawn.wait()  # a notebook saved after this cell keeps every row's result
             if self._bar is not None:
                 self._bar.close()
             self._frame = self._finish(outcomes)
