@@ -28,6 +28,7 @@ from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.spending import session as session_budget
 from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
 from mediagen_nb.protocol import states
+from mediagen_nb.protocol.clock import REAL, Clock
 from mediagen_nb.protocol.paths import path
 
 T = TypeVar("T")
@@ -51,8 +52,10 @@ class Core:
         timeout: float,
         ledger: "ledgers.Ledger | str | None" = None,
         budget: Budget | None = None,
+        clock: Clock = REAL,
     ) -> None:
         self.settings = settings
+        self.clock = clock  # answers Pause steps and keeps deadlines (rate-limit windows stay on real time)
         self.retry = retry
         self.timeout = timeout
         lim = settings.limits
@@ -63,7 +66,7 @@ class Core:
         ]
         self._account = Window(scope_of("account", where, settings.account), lim.starts_per_account, seconds)
         self.latency = pacing.Latency(lim)
-        self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> monotonic start
+        self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> clock.monotonic() at start
         self._rng = random.Random()
         self._ledger_choice = ledger
         self.budget = budget or session_budget()
@@ -214,7 +217,7 @@ class Core:
         here)."""
         self._booked[resource_id] = book
         if started:
-            self._started.setdefault(resource_id, time.monotonic())
+            self._started.setdefault(resource_id, self.clock.monotonic())
             while len(self._started) > 10_000:
                 self._started.popitem(last=False)
 
@@ -268,7 +271,7 @@ class Core:
 
     def elapsed(self, resource_id: str) -> float | None:
         started = self._started.get(resource_id)
-        return None if started is None else round(time.monotonic() - started, 3)
+        return None if started is None else round(self.clock.monotonic() - started, 3)
 
     # -- polling -----------------------------------------------------------------------------------
 
@@ -283,14 +286,14 @@ class Core:
     ) -> Op[R]:
         """Read every ``poll`` service seconds (through the limiters) until ``finished``, for at most
         ``timeout`` service seconds (default: WORK_WAIT; the spec gives these jobs no time limit)."""
-        deadline = time.monotonic() + self._real(WORK_WAIT if timeout is None else timeout)
+        deadline = self.clock.monotonic() + self._real(WORK_WAIT if timeout is None else timeout)
         while True:
             current = yield from read()
             if on_update is not None:
                 on_update(current)
             if finished(current):
                 return current
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 raise errors.WaitTimeout(
                     f"{what} has not finished; it goes on and can be read again (timeout= waits longer)",
                     current,

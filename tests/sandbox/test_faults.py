@@ -198,8 +198,8 @@ async def test_model_outcomes_reproducible(api: httpx.AsyncClient, sandbox: Sand
 
     first = await session()
     assert {status for _, status in first} == {"succeeded", "failed"}
-    refunds = [e["resourceId"] for e in await ledger(api) if e["kind"] == "refund"]
-    assert refunds == [i for i, status in first if status == "failed"]
+    refunds = [e["resourceId"] for e in await ledger(api) if e["kind"] == "refund"]  # as the runs ended
+    assert sorted(refunds) == sorted(i for i, status in first if status == "failed")
     await api.post(RESET)
     assert await session() == first
 

@@ -1,0 +1,19 @@
+"""The one "wait until" of the tests, for what only real time settles: another thread, process or server."""
+
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+POLL = 0.01  # real seconds between looks
+
+
+def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:
+    """Look at ``predicate()`` until it is truthy and return it; after ``timeout`` real seconds, fail
+    saying ``what`` was awaited (a generous bound for a loaded machine, never a speed claim)."""
+    deadline = time.monotonic() + timeout
+    while not (found := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}, in vain")
+        time.sleep(POLL)  # real: another thread or process is doing the work looked for
+    return found
