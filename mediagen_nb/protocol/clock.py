@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import Protocol
 
 MAX_SKIP_SECONDS = 100 * 365 * 86400  # a century: far past any month end or time limit, far from overflow
+TOLERANCE = 1e-6  # simulated seconds: a timer this close to where an advance stops fires (sums of floats)
 HOP_TIMEOUT = 30.0  # real seconds an advance from another thread waits for the clock's event loop
 
 
@@ -152,6 +153,11 @@ class SimulatedClock:
             while self._timers and self._timers[0][2].cancelled:
                 heapq.heappop(self._timers)
             return self._timers[0][0] if self._timers else None
+
+    def pending(self) -> list[float]:
+        """When each live timer is due, earliest first (what waits on this clock: runs, holds, sleeps)."""
+        with self._lock:
+            return sorted(due for due, _, timer in self._timers if not timer.cancelled)
 
     def _pop_due(self, until: float) -> Timer | None:
         with self._lock:
@@ -307,7 +313,7 @@ class ManualClock(SimulatedClock):
         self._now = saved["now"]
 
     def _run_to(self, target: float) -> None:
-        while (timer := self._pop_due(target)) is not None:
+        while (timer := self._pop_due(target + TOLERANCE)) is not None:
             self._now = max(self._now, timer.due)
             self._fire(timer)
         self._now = max(self._now, target)

@@ -232,14 +232,12 @@ def test_content_types() -> None:
 # ----------------------------------------------------------------------------------------------- store
 
 
-def test_add_is_fast_lazy_and_deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_add_is_lazy_and_deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _count_renders(monkeypatch)
     store = MediaStore()
     spec = MediaSpec(kind="video", prompt="lazy", seconds=60.0, seed=1, width=320, height=180, audio=True)
-    started = time.perf_counter()
     name = store.add(spec)
-    assert time.perf_counter() - started < 0.05
-    assert calls == []
+    assert calls == []  # lazy: nothing is drawn until the file is read
     assert NAME.fullmatch(name) and name.endswith(".mp4")
     assert store.add(spec) == name
     same = MediaSpec(kind="video", prompt="lazy", seconds=60, seed=1, width=320, height=180, audio=True)
