@@ -4,6 +4,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from mediagen_nb.protocol.clock import RealClock
+
 T = TypeVar("T")
 POLL = 0.01  # real seconds between looks
 
@@ -17,3 +19,19 @@ def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "t
             raise AssertionError(f"waited {timeout:g} s for {what}, in vain")
         time.sleep(POLL)  # real: another thread or process is doing the work looked for
     return found
+
+
+class PauseLog(RealClock):
+    """The wall clock, noting every pause a client asks of it: tests assert on the waits a client chose
+    (how many, how long), never on how long the machine took."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        super().sleep(seconds)
+
+    async def wait(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        await super().wait(seconds)

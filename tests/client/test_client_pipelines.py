@@ -569,13 +569,11 @@ async def test_wait_job_timeout_carries_the_last_reading(h: Harness) -> None:
     """WaitTimeout after ``timeout`` service seconds, with the last reading, after on_update saw it."""
     job = await h.call("make_video", "a slow one", seconds=60)
     seen, on_update = collector()
-    started = time.monotonic()
     with pytest.raises(WaitTimeout) as raised:
         await h.call("wait_job", job, poll=POLL, timeout=12, on_update=on_update)
-    assert time.monotonic() - started < 2.0
     last = raised.value.last
     assert isinstance(last, ShortVideoJob) and last.id == job.id and not last.done
-    assert seen and seen[-1] is last and 1 <= len(seen) <= 5
+    assert seen and seen[-1] is last and 1 <= len(seen) <= 5  # a read every 5 s for 12 s, then it ended
     assert len(seen) == len(h.traffic.to("GET", path("job", id=job.id)))
     assert (await h.call("wait_job", job.id, poll=POLL, timeout=WAIT)).status == "done"
 
