@@ -15,6 +15,7 @@ import httpx
 import ipywidgets as widgets
 import pytest
 from _shared import wav
+from _wait import wait_until
 
 from mediagen_nb import Client, Model, Sandbox, ValidationError
 from mediagen_nb.client import ModerationError
@@ -86,10 +87,7 @@ def sample(sb: Sandbox, name: str) -> str:
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
+    wait_until(condition, timeout, "the form's condition")
 
 
 def expected_kind(prop: dict[str, Any]) -> str:

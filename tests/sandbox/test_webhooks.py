@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _wait import wait_until
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
@@ -417,9 +418,7 @@ def test_stopping_a_served_sandbox_lets_a_webhook_in_flight_finish(receiver: Rec
             timeout=10,
         )
         assert started.status_code == 201, started.text
-        deadline = time.monotonic() + 10
-        while not sandbox.world.outbox.sent and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: sandbox.world.outbox.sent, 10, "the webhook to be sent")
         [entry] = sandbox.world.outbox.sent
         assert entry["delivered"] is None, "still in flight when the sandbox stops"
     finally:
