@@ -1,7 +1,8 @@
 """The one "wait until" of the tests, for what only real time settles: another thread, process or server."""
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from mediagen_nb.protocol.clock import RealClock
@@ -19,6 +20,24 @@ def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "t
             raise AssertionError(f"waited {timeout:g} s for {what}, in vain")
         time.sleep(POLL)  # real: another thread or process is doing the work looked for
     return found
+
+
+async def until(
+    predicate: Callable[[], Awaitable[T]], timeout: float = 15.0, what: str = "the condition"
+) -> T:
+    """:func:`wait_until` for a coroutine predicate, letting the test's event loop run between looks."""
+    deadline = time.monotonic() + timeout
+    while not (found := await predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:g} s for {what}, in vain")
+        await asyncio.sleep(POLL)  # real: a server on another thread or loop is doing the work
+    return found
+
+
+async def turns(count: int = 10) -> None:
+    """Let the running event loop go round ``count`` times (tasks reach their next wait); no time passes."""
+    for _ in range(count):
+        await asyncio.sleep(0)  # one turn of the loop, not a wait on time
 
 
 class PauseLog(RealClock):

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from _wait import wait_until
+from _wait import turns, wait_until
 
 from mediagen_nb.client import AsyncClient, Client
 from mediagen_nb.protocol.clock import MAX_SKIP_SECONDS, ManualClock, ScaledClock
@@ -75,7 +75,7 @@ def test_a_jump_of_a_scaled_clock_fires_the_timers_it_passes_in_time_order() -> 
             clock.call_later(seconds, lambda n=name: fired.append(n))
         clock.advance(7200)
         assert fired == ["minute", "hour"]
-        await asyncio.sleep(0)
+        await turns()
         assert fired == ["minute", "hour"]
         clock.advance(86400)
         assert fired == ["minute", "hour", "day"]
@@ -89,14 +89,14 @@ def test_a_hold_ends_when_its_event_is_set_or_its_simulated_time_has_passed() ->
     async def scenario() -> None:
         event = asyncio.Event()
         held = asyncio.create_task(clock.hold(event, 30))
-        await asyncio.sleep(0)
+        await turns()
         clock.advance(29.5)
-        await asyncio.sleep(0)
+        await turns()
         assert not held.done()
         clock.advance(0.5)
         assert await held is False
         settled = asyncio.create_task(clock.hold(event, 30))
-        await asyncio.sleep(0)
+        await turns()
         event.set()
         assert await settled is True and clock.now() == START + 30
 

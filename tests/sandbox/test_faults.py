@@ -6,6 +6,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _wait import turns
 
 from mediagen_nb.protocol import limits, messages
 from mediagen_nb.protocol.paths import path
@@ -126,10 +127,7 @@ async def test_slow_response() -> None:
         await configure(api, script=["slow"], routes=["estimate"], slowSeconds=0.4)
         slow = asyncio.create_task(api.post(ESTIMATE, json=IMAGE))
         held_from = box.world.clock.now()
-        for _ in range(100):  # turns of the loop until the request reaches its hold
-            if box.world.clock.next_due() is not None:
-                break
-            await asyncio.sleep(0)
+        await turns()  # the request reaches its hold
         assert box.world.clock.next_due() == pytest.approx(held_from + 0.4)
         box.advance(0.3)
         await asyncio.wait([slow], timeout=0)  # one turn of the loop for the request: still held
