@@ -8,7 +8,6 @@ through :mod:`mediagen_nb.client.starts`, over this core.
 
 import json
 import random
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -60,7 +59,11 @@ class Core:
         self.timeout = timeout
         lim = settings.limits
         seconds, where = lim.real(lim.window), normalize_url(settings.base_url)
-        self._windows = limits_store.store(lim.url)
+        # Windows shared with other processes are on wall time; a client on another clock (a manual
+        # sandbox's, in tests) paces alone, on its clock.
+        self._windows = (
+            limits_store.store(lim.url) if clock is REAL else limits_store.SQLiteStore(":memory:", clock.now)
+        )
         self._keys = [
             Window(scope_of("key", where, k.digest), lim.requests_per_key, seconds) for k in settings.keys
         ]
@@ -125,12 +128,12 @@ class Core:
         event loop (a Record step): the shared store may be a file another process holds, or Redis.
         """
         if call.kind == CATALOG:
-            return call, time.time()
+            return call, self.clock.now()
         keys = self._keys if only is None else [self._keys[only]]
         choices = [[key] + ([self._account] if call.kind == START else []) for key in keys]
         while True:
             booking: Booking = yield Record(partial(self._windows.reserve, choices, self.latency.margin()))
-            wait = booking.at - time.time()  # from the slot itself: the answer may have come late
+            wait = booking.at - self.clock.now()  # from the slot itself: the answer may have come late
             if wait > 0:
                 yield Pause(wait)
             if booking.index is not None:
@@ -190,7 +193,7 @@ class Core:
                     error = errors.ConnectionFailed(f"{what}: {exc or type(exc).__name__}")
             else:
                 if call.kind != CATALOG and not call.hold:  # a long poll's time is the service's
-                    self.latency.record(time.time() - slot)  # how late it went, plus its round trip
+                    self.latency.record(self.clock.now() - slot)  # how late it went, plus its round trip
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
                     return _decode(call, response)
                 else:

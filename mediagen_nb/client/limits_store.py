@@ -31,6 +31,7 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -105,8 +106,9 @@ class SQLiteStore:
 
     failures: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, now: Callable[[], float] = time.time) -> None:
         self.where = str(path)
+        self._now = now  # wall time; a client on a virtual clock keeps its own ``:memory:`` store on it
         if self.where != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT)
@@ -139,7 +141,7 @@ class SQLiteStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                now = time.time()
+                now = self._now()
                 slots = [max(self._slot(w, now, margin) for w in choice) for choice in choices]
                 best = min(range(len(choices)), key=slots.__getitem__)
                 horizon = now + HORIZON * min(w.seconds for w in choices[best])
@@ -168,7 +170,7 @@ class SQLiteStore:
         return slot_after(now, paused[0] if paused else 0.0, recent, window, margin)
 
     def pause(self, window: Window, seconds: float) -> None:
-        until = time.time() + seconds
+        until = self._now() + seconds
         with self._lock:
             self._db.execute(
                 "INSERT INTO pauses VALUES (?, ?) ON CONFLICT(scope) DO UPDATE SET until = max(until, ?)",
