@@ -61,7 +61,7 @@ def test_on_row_is_called_for_each_row_off_the_sweeps_loop(service: Service, tmp
     finished = threading.Event()
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.05)
+        time.sleep(0.05)  # real: a slow callback on the callback thread
         calls.append((row.position, threading.current_thread().name))
         if len(calls) == 8:  # before the raise: row 3 may be the last to end
             finished.set()
@@ -105,7 +105,7 @@ def test_result_returns_after_every_on_row_callback_has_run(service: Service, tm
     seen: list[int] = []
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.1)
+        time.sleep(0.1)  # real: a slow callback on the callback thread
         seen.append(row.position)
 
     out = submit(service, frame(10), tmp_path, on_row=on_row).result(timeout=60)

@@ -58,12 +58,12 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         request = await reader.readuntil(b"\r\n\r\n")
         target = request.split(b" ", 2)[1].decode()
         if "/silent/" in target:
-            await asyncio.sleep(3600)
+            await asyncio.sleep(3600)  # real: a server that never answers
         elif "/loris/" in target:
             for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Drip: " + b"x" * 10_000:
                 writer.write(bytes([byte]))
                 await writer.drain()
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.05)  # real: a slow-loris server trickling bytes
         elif "/huge/" in target:
             size = 500 * 2**20
             writer.write(

@@ -231,7 +231,7 @@ def test_flat_price_sends_no_request(counted: tuple[Client, Requests]) -> None:
         requests.clear()
         assert f.price() == (model.credits, f"{model.credits} credits per run")
         f.set(**{main_text_field(model): "a quiet harbour at dawn"})
-        time.sleep(0.2)
+        time.sleep(0.2)  # real: the form's debounce timer runs on wall time
         assert f.price()[0] == model.credits
         assert requests.seen == []
         assert f"{model.credits} credits per run" in f.price_line.value
@@ -270,7 +270,7 @@ def test_live_price_is_debounced(counted: tuple[Client, Requests]) -> None:
             f.set(prompt=word)
         f.set(quality="low")
         wait_for(lambda: "3 credits" in f.price_line.value)
-        time.sleep(0.4)
+        time.sleep(0.4)  # real: the form's debounce timer runs on wall time
         assert requests.to("/estimate") == 1  # one estimate after typing paused
         f.set(quality="high")
         wait_for(lambda: "25 credits" in f.price_line.value)

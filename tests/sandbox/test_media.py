@@ -53,7 +53,7 @@ def _count_renders(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[
 
     def counting(spec: MediaSpec) -> bytes:
         calls.append(spec)
-        time.sleep(delay)
+        time.sleep(delay)  # real: a slow render on a worker thread, for readers to overlap
         return real(spec)
 
     monkeypatch.setattr(rendering, "render", counting)
@@ -315,7 +315,7 @@ def test_a_failed_render_reaches_every_reader_and_is_retried(monkeypatch: pytest
     name = store.add(_image_spec(3))
 
     def failing(spec: MediaSpec) -> bytes:
-        time.sleep(0.1)
+        time.sleep(0.1)  # real: the render fails late, while other readers wait on it
         raise RuntimeError("encoder exploded")
 
     monkeypatch.setattr(rendering, "render", failing)
