@@ -27,7 +27,7 @@ from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.spending import session as session_budget
 from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
 from mediagen_nb.protocol import states
-from mediagen_nb.protocol.clock import REAL, Clock
+from mediagen_nb.protocol.clock import REAL, Clock, RealClock
 from mediagen_nb.protocol.paths import path
 
 T = TypeVar("T")
@@ -62,7 +62,9 @@ class Core:
         # Windows shared with other processes are on wall time; a client on another clock (a manual
         # sandbox's, in tests) paces alone, on its clock.
         self._windows = (
-            limits_store.store(lim.url) if clock is REAL else limits_store.SQLiteStore(":memory:", clock.now)
+            limits_store.store(lim.url)
+            if isinstance(clock, RealClock)
+            else limits_store.SQLiteStore(":memory:", clock.now)
         )
         self._keys = [
             Window(scope_of("key", where, k.digest), lim.requests_per_key, seconds) for k in settings.keys
