@@ -283,10 +283,11 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
     monkeypatch.setenv(settings.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
     started = workers(service, [service.demo_key] * 2, "estimate", 150, url)
     try:
-        time.sleep(1.5)  # real: another process holds the store meanwhile
+        under_way = service.world.requests.accepted + 40
+        wait_until(lambda: service.world.requests.accepted >= under_way, 60, "the workers under way")
         redis_server.kill()  # Redis goes away mid-sweep, and comes back empty
         redis_server.wait(10)
-        time.sleep(0.5)  # real: another process holds the store meanwhile
+        time.sleep(0.5)  # real: the workers, other processes, go on without Redis for a moment
         redis_server = _start_redis(port, tmp_path)
         outs = finish(started)
     finally:
