@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from mediagen_nb.batch import routing
 from mediagen_nb.batch.runner import RESULT_COLUMNS
 from mediagen_nb.client import html
 from mediagen_nb.protocol.formats import kind_of_url
@@ -196,9 +197,7 @@ class LiveGallery:
         with self._lock:
             self.value = self._draw()._repr_html_()
             if self._shown:
-                from IPython.display import update_display
-
-                update_display(self._repr_mimebundle_(), raw=True, display_id=self._id)
+                routing.redraw(self._repr_mimebundle_(), self._id)
 
     def __repr__(self) -> str:
         return (
@@ -209,8 +208,6 @@ class LiveGallery:
         return {"text/html": self.value, "text/plain": repr(self)}
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
-
         with self._lock:
-            display(self._repr_mimebundle_(), raw=True, display_id=self._id)
+            routing.show(self._repr_mimebundle_(), raw=True, display_id=self._id)
             self._shown = True

@@ -22,6 +22,25 @@ def _shell() -> Any:
     return ipython.get_ipython() if ipython is not None else None
 
 
+def in_notebook() -> bool:
+    """True in a kernel whose front end shows rich output (a terminal IPython prints text)."""
+    shell = _shell()
+    return shell is not None and type(shell).__name__ != "TerminalInteractiveShell"
+
+
+def show(item: Any, **options: Any) -> None:
+    """Display ``item`` in the running shell's cell output (``options``: ``raw``, ``display_id``).
+
+    The batch layer never imports IPython: a shell that runs has loaded ``IPython.display`` already.
+    """
+    sys.modules["IPython.display"].display(item, **options)
+
+
+def redraw(bundle: dict[str, str], display_id: str) -> None:
+    """Replace the display named ``display_id`` with ``bundle``, in whichever cell it is."""
+    sys.modules["IPython.display"].update_display(bundle, raw=True, display_id=display_id)
+
+
 def _writers() -> list[Any]:
     """The streams a thread prints to that can take a parent of their own (ipykernel 7 and later)."""
     streams = (sys.stdout, sys.stderr)

@@ -4,7 +4,6 @@ Everything runs on one background event loop with an AsyncClient, so a blocking 
 non-blocking ``submit`` are the same code, and the kernel stays usable during a long sweep.
 """
 
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -12,7 +11,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from mediagen_nb.batch import loop
+from mediagen_nb.batch import loop, routing
 from mediagen_nb.batch.estimates import Price, price_rows
 from mediagen_nb.batch.frames import Table, table
 from mediagen_nb.batch.handle import RowResult, SweepHandle, progress_bar
@@ -208,12 +207,8 @@ class EstimateSummary:
 
 def _show(summary: Any) -> None:
     """Display in a notebook when IPython is already running, else print."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is not None and type(shell).__name__ != "TerminalInteractiveShell":
-        from IPython.display import display
-
-        display(summary)
+    if routing.in_notebook():
+        routing.show(summary)
     else:
         print(summary)
 

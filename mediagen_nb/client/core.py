@@ -11,6 +11,7 @@ import random
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -39,6 +40,17 @@ CONNECT_TIMEOUT = 5.0  # real seconds to open a connection: a wrong address fail
 CONNECT_RETRIES = (0.5, 1.0)  # real seconds before each new try of a refused connection (never sent)
 WORK_WAIT = 3 * 3600.0  # service seconds a wait for a replica or a video lasts by default
 SILENT_RETRIES = 1  # a request that got no answer in time is tried once more, then fails
+LATE_WAKES = 3  # slots given up in a row for waking up too late, before a request goes late anyway
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A request's booked slot: when it may go (this machine's clock), its stamp in the store, and the
+    windows it is booked in (none for a catalog read)."""
+
+    at: float
+    stamp: float
+    windows: list[Window]
 
 
 class Core:
@@ -123,24 +135,35 @@ class Core:
     def _real(self, service_seconds: float) -> float:
         return self.settings.limits.real(service_seconds)
 
-    def _reserve(self, call: Call, only: int | None = None) -> Op[tuple[Call, float]]:
+    def _reserve(self, call: Call, only: int | None = None) -> Op[tuple[Call, Slot]]:
         """Book the key with budget first (with the account's start budget for starts); wait for its slot.
 
-        Returns the call with its key and the wall-clock time of its slot. The booking runs off the
-        event loop (a Record step): the shared store may be a file another process holds, or Redis.
+        Returns the call with its key and its slot. The booking runs off the event loop (a Record
+        step): the shared store may be a file another process holds, or Redis. A slot woken up to
+        later than the margin it was booked with is given up for a new one (a few times at most): the
+        request would reach the service later than the slot a window after it was booked against.
         """
         if call.kind == CATALOG:
-            return call, self.clock.now()
+            return call, Slot(self.clock.now(), 0.0, [])
         keys = self._keys if only is None else [self._keys[only]]
         choices = [[key] + ([self._account] if call.kind == START else []) for key in keys]
+        late = 0
         while True:
-            booking: Booking = yield Record(partial(self._windows.reserve, choices, self.latency.margin()))
+            margin = self.latency.margin()
+            booking: Booking = yield Record(partial(self._windows.reserve, choices, margin))
             wait = booking.at - self.clock.now()  # from the slot itself: the answer may have come late
             if wait > 0:
                 yield Pause(wait)
-            if booking.index is not None:
-                index = booking.index if only is None else only
-                return Call(**{**call.__dict__, "key": self.settings.keys[index]}), booking.at
+            if booking.index is None:
+                continue
+            woke = self.clock.now() - booking.at
+            if woke > margin and late < LATE_WAKES:
+                self.latency.record(woke)  # the margin follows: this machine is slower than it was
+                late += 1
+                continue
+            index = booking.index if only is None else only
+            slot = Slot(booking.at, booking.stamp, choices[booking.index])
+            return Call(**{**call.__dict__, "key": self.settings.keys[index]}), slot
 
     def requests(self, endpoint: str, count: int) -> Op[Secret]:
         """Book ``count`` requests to ``endpoint`` on one key (waiting for the slots), for a caller that sends
@@ -195,7 +218,9 @@ class Core:
                     error = errors.ConnectionFailed(f"{what}: {exc or type(exc).__name__}")
             else:
                 if call.kind != CATALOG and not call.hold:  # a long poll's time is the service's
-                    self.latency.record(self.clock.now() - slot)  # how late it went, plus its round trip
+                    spread = self.clock.now() - slot.at  # how late it went, plus its round trip
+                    self.latency.record(spread)
+                    yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
                     return _decode(call, response)
                 else:

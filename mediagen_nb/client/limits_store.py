@@ -20,10 +20,14 @@ bucket; the spec's limits need a *reserved* slot in an even stream (at least win
 never ``limit`` in a window), booked atomically with the account's start limiter in one step, across
 a pool of keys. That is one query and one insert here, in each store.
 
-A reservation is a timestamp. It is booked only when its slot is at most ``HORIZON`` windows ahead,
-so a process that dies holds no slot further ahead than that, and its stamps leave the window by
-themselves one window later; a process with many rows waiting cannot book the whole future either,
-so processes sharing a key take turns (fair shares).
+A reservation is a timestamp: the earliest slot that fits every window of the choice, between booked
+slots when a gap allows (:mod:`mediagen_nb.client.slots`). It is booked only when its slot is at most
+``HORIZON`` windows ahead, so a process that dies holds no slot further ahead than that, and its stamps
+leave the window by themselves one window later; a process with many rows waiting cannot book the
+whole future either, so processes sharing a key take turns (fair shares). Each stamp keeps its
+*spread*, how late its request may reach the service: the booking process's margin, replaced by what
+the answer showed once it comes (:meth:`confirm`). Half a window of horizon leaves the answer time to
+come before the stamp a window later is booked against it.
 """
 
 import hashlib
@@ -38,11 +42,14 @@ from typing import Any, Protocol
 
 from mediagen_nb.client import settings
 from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.slots import Stamps, earliest
 
-HORIZON = 1.0  # windows ahead a slot may be booked; further slots are asked for again later
+HORIZON = 0.5  # windows ahead a slot may be booked; further slots are asked for again later
 RETRY = 5.0  # seconds on the fallback after the shared store failed, before it is tried again
 BUSY_TIMEOUT = 10.0  # seconds SQLite waits for another process to switch a new file to WAL
 RESERVE_WAIT = 2.0  # seconds a reservation waits for another's (sub-millisecond) one: longer is a fault
+KEEP = 2.0  # windows a stamp is kept after its slot plus spread (one would do: no rule looks further)
+CONTENDED = 100  # Redis: bookings overtaken by other processes in a row before it counts as a failure
 
 
 @dataclass(frozen=True)
@@ -60,11 +67,13 @@ class Booking:
 
     ``at`` is the same moment on this machine's clock (``time.time()``): the caller waits until then,
     however long the answer took to reach it, so a request never goes earlier than its slot.
+    ``stamp`` is the slot on the store's own clock, which names it to :meth:`Store.confirm`.
     """
 
     index: int | None
     delay: float
     at: float = 0.0
+    stamp: float = 0.0
 
 
 def scope_of(kind: str, base_url: str, identity: str) -> str:
@@ -72,22 +81,20 @@ def scope_of(kind: str, base_url: str, identity: str) -> str:
     return hashlib.sha256(f"{kind}\0{base_url}\0{identity}".encode()).hexdigest()[:24]
 
 
-def slot_after(
-    now: float, paused: float, recent: list[tuple[float, float]], window: Window, margin: float
-) -> float:
-    """The first time an event may go, given the window's most recent (slot, margin) stamps, newest first.
-
-    Each stamp keeps the margin of the process that booked it: a slot a window after another
-    process's stamp allows for the larger of the two latency spreads (that process may send late).
-    """
-    slot = max(now, paused)
-    if recent:
-        at, theirs = recent[0]
-        slot = max(slot, at + (window.seconds + max(margin, theirs)) / window.limit)
-    if len(recent) >= window.limit:
-        at, theirs = recent[window.limit - 1]
-        slot = max(slot, at + window.seconds + max(margin, theirs))
-    return slot
+def choose(
+    now: float,
+    choices: list[list[Window]],
+    stamps: dict[Window, Stamps],
+    paused: dict[Window, float],
+    margin: float,
+) -> tuple[int, float]:
+    """The choice whose windows all fit a stamp earliest, and that slot."""
+    slots = [
+        earliest(max([now] + [paused[w] for w in choice]), [stamps[w] for w in choice], margin)
+        for choice in choices
+    ]
+    best = min(range(len(choices)), key=slots.__getitem__)
+    return best, slots[best]
 
 
 class Store(Protocol):
@@ -97,6 +104,11 @@ class Store(Protocol):
     failures: tuple[type[BaseException], ...]  # what it raises when it cannot serve (a Failover's cue)
 
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking: ...
+
+    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+        """The request booked at ``stamp`` in ``windows`` was answered: it reached the service at most
+        ``spread`` seconds after its slot (less or more than the margin it was booked with)."""
+        ...
 
     def pause(self, window: Window, seconds: float) -> None: ...
 
@@ -138,36 +150,44 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA busy_timeout = {int(RESERVE_WAIT * 1000)}")
 
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
+        windows = list(dict.fromkeys(w for choice in choices for w in choice))
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 now = self._now()
-                slots = [max(self._slot(w, now, margin) for w in choice) for choice in choices]
-                best = min(range(len(choices)), key=slots.__getitem__)
+                for w in windows:
+                    old = now - KEEP * w.seconds
+                    self._db.execute("DELETE FROM slots WHERE scope = ? AND at + margin < ?", (w.scope, old))
+                stamps = {w: self._stamps(w) for w in windows}
+                paused = {w: self._paused(w) for w in windows}
+                best, slot = choose(now, choices, stamps, paused, margin)
                 horizon = now + HORIZON * min(w.seconds for w in choices[best])
-                if slots[best] > horizon:
+                if slot > horizon:
                     self._db.execute("COMMIT")
-                    return Booking(None, slots[best] - horizon, horizon)
+                    return Booking(None, slot - horizon, now + slot - horizon)  # ask again then
                 for w in choices[best]:
-                    self._db.execute("INSERT INTO slots VALUES (?, ?, ?)", (w.scope, slots[best], margin))
-                    old = now - 2 * (w.seconds + margin)
-                    self._db.execute("DELETE FROM slots WHERE scope = ? AND at < ?", (w.scope, old))
+                    self._db.execute("INSERT INTO slots VALUES (?, ?, ?)", (w.scope, slot, margin))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return Booking(best, max(0.0, slots[best] - now), max(now, slots[best]))
+        return Booking(best, max(0.0, slot - now), max(now, slot), slot)
 
-    def _slot(self, window: Window, now: float, margin: float) -> float:
-        recent = [
-            (at, theirs)
-            for (at, theirs) in self._db.execute(
-                "SELECT at, margin FROM slots WHERE scope = ? ORDER BY at DESC LIMIT ?",
-                (window.scope, window.limit),
-            )
-        ]
+    def _stamps(self, window: Window) -> Stamps:
+        rows = self._db.execute(
+            "SELECT at, margin FROM slots WHERE scope = ? ORDER BY at", (window.scope,)
+        ).fetchall()
+        return Stamps(window.limit, window.seconds, [r[0] for r in rows], [r[1] or 0.0 for r in rows])
+
+    def _paused(self, window: Window) -> float:
         paused = self._db.execute("SELECT until FROM pauses WHERE scope = ?", (window.scope,)).fetchone()
-        return slot_after(now, paused[0] if paused else 0.0, recent, window, margin)
+        return float(paused[0]) if paused else 0.0
+
+    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+        with self._lock:
+            for w in windows:
+                update = "UPDATE slots SET margin = ? WHERE scope = ? AND at = ?"
+                self._db.execute(update, (max(0.0, spread), w.scope, stamp))
 
     def pause(self, window: Window, seconds: float) -> None:
         until = self._now() + seconds
@@ -178,64 +198,69 @@ class SQLiteStore:
             )
 
 
-# KEYS: per window, its stamps (a sorted set) and its pause. ARGV: margin, the number of choices,
-# then per choice the number of its windows and, per window, its KEYS index, limit and seconds.
-# Redis's own clock (TIME) is the one clock of every machine.
-_RESERVE = """
+# Redis keeps, per window, its stamps (a sorted set by slot; members 'n:spread', n from the window's
+# counter), its pause, and that counter, which every change moves on: a booking is computed here from
+# what _READ returned and written by _BOOK only if no window it uses changed meanwhile (else computed
+# again), so the rules are written once, in slots.py. Redis's own clock (TIME) is every machine's.
+_READ = """
 local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
-local margin = tonumber(ARGV[1])
-local n = tonumber(ARGV[2])
-local pos = 3
-local best, best_slot, best_windows, best_span = nil, nil, nil, nil
-for c = 1, n do
-  local m = tonumber(ARGV[pos]); pos = pos + 1
-  local slot, windows, shortest = now, {}, nil
-  for j = 1, m do
-    local k, limit, seconds = tonumber(ARGV[pos]), tonumber(ARGV[pos + 1]), tonumber(ARGV[pos + 2])
-    pos = pos + 3
-    local span = seconds + margin
-    local s = math.max(now, tonumber(redis.call('GET', KEYS[2 * k]) or '0'))
-    local recent = redis.call('ZREVRANGE', KEYS[2 * k - 1], 0, limit - 1, 'WITHSCORES')
-    local count = #recent / 2
-    -- a member is 'slot:n:margin': the margin of the process that booked it (it may send that late)
-    if count > 0 then
-      local theirs = tonumber(string.match(recent[1], ':([^:]+)$')) or 0
-      s = math.max(s, tonumber(recent[2]) + (seconds + math.max(margin, theirs)) / limit)
-    end
-    if count >= limit then
-      local theirs = tonumber(string.match(recent[2 * limit - 1], ':([^:]+)$')) or 0
-      s = math.max(s, tonumber(recent[2 * limit]) + seconds + math.max(margin, theirs))
-    end
-    slot = math.max(slot, s)
-    windows[#windows + 1] = {KEYS[2 * k - 1], span}
-    if shortest == nil or seconds < shortest then shortest = seconds end
-  end
-  if best_slot == nil or slot < best_slot then
-    best, best_slot, best_windows, best_span = c, slot, windows, shortest
-  end
+local out = {tostring(tonumber(t[1]) + tonumber(t[2]) / 1e6)}
+for i = 1, #KEYS, 3 do
+  out[#out + 1] = {
+    redis.call('GET', KEYS[i + 1]) or '0',
+    redis.call('GET', KEYS[i + 2]) or '0',
+    redis.call('ZRANGE', KEYS[i], 0, -1, 'WITHSCORES'),
+  }
 end
-local horizon = now + tonumber(ARGV[#ARGV]) * best_span
-if best_slot > horizon then return {-1, tostring(best_slot - horizon)} end
-for _, w in ipairs(best_windows) do
-  local id = redis.call('INCR', w[1] .. ':n')
-  redis.call('ZADD', w[1], best_slot, tostring(best_slot) .. ':' .. id .. ':' .. tostring(margin))
-  redis.call('ZREMRANGEBYSCORE', w[1], '-inf', now - 2 * w[2])
-  redis.call('PEXPIRE', w[1], math.ceil((best_slot - now + 2 * w[2]) * 1000))
-  redis.call('PEXPIRE', w[1] .. ':n', math.ceil((best_slot - now + 2 * w[2]) * 1000))
-end
-return {best - 1, tostring(math.max(0, best_slot - now))}
+return out
 """
 
+# KEYS: per window, its stamps and counter. ARGV: slot, spread, now, then per window the counter it
+# was read at and the seconds its stamps are kept.
+_BOOK = """
+for i = 1, #KEYS, 2 do
+  if (redis.call('GET', KEYS[i + 1]) or '0') ~= ARGV[3 + i] then return 0 end
+end
+for i = 1, #KEYS, 2 do
+  local keep = tonumber(ARGV[4 + i])
+  local n = redis.call('INCR', KEYS[i + 1])
+  redis.call('ZADD', KEYS[i], ARGV[1], n .. ':' .. ARGV[2])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', tonumber(ARGV[3]) - keep)
+  local ttl = math.ceil((tonumber(ARGV[1]) - tonumber(ARGV[3]) + keep) * 1000)
+  redis.call('PEXPIRE', KEYS[i], ttl)
+  redis.call('PEXPIRE', KEYS[i + 1], ttl)
+end
+return 1
+"""
+
+# KEYS: per window, its stamps and counter. ARGV: the stamp's slot, its spread now known.
+_CONFIRM = """
+for i = 1, #KEYS, 2 do
+  for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[i], ARGV[1], ARGV[1])) do
+    redis.call('ZREM', KEYS[i], member)
+    redis.call('ZADD', KEYS[i], ARGV[1], string.match(member, '^[^:]+') .. ':' .. ARGV[2])
+  end
+  redis.call('INCR', KEYS[i + 1])
+end
+return 1
+"""
+
+# KEYS: the window's pause and counter. ARGV: seconds.
 _PAUSE = """
 local t = redis.call('TIME')
 local till = tonumber(t[1]) + tonumber(t[2]) / 1e6 + tonumber(ARGV[1])
 local old = tonumber(redis.call('GET', KEYS[1]) or '0')
 if till > old then
   redis.call('SET', KEYS[1], tostring(till), 'PX', math.ceil(tonumber(ARGV[1]) * 1000) + 1000)
+  redis.call('INCR', KEYS[2])
 end
 return 1
 """
+
+
+def _names(window: Window) -> tuple[str, str, str]:
+    """Redis keys of a window: its stamps, its pause, its counter."""
+    return f"mediagen:w:{window.scope}", f"mediagen:p:{window.scope}", f"mediagen:w:{window.scope}:n"
 
 
 class RedisStore:
@@ -247,25 +272,47 @@ class RedisStore:
         self.where = _without_password(url)
         # Any refusal counts: unreachable, out of memory, a read-only replica, a script error.
         self.failures: tuple[type[BaseException], ...] = (redis.exceptions.RedisError, OSError)
+        self._contended = redis.exceptions.RedisError
         self._redis = redis.Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
-        self._reserve = self._redis.register_script(_RESERVE)
+        self._read = self._redis.register_script(_READ)
+        self._book = self._redis.register_script(_BOOK)
+        self._confirm = self._redis.register_script(_CONFIRM)
         self._pause = self._redis.register_script(_PAUSE)
 
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
         windows = list(dict.fromkeys(w for choice in choices for w in choice))
-        keys = [name for w in windows for name in (f"mediagen:w:{w.scope}", f"mediagen:p:{w.scope}")]
-        args: list[Any] = [margin, len(choices)]
-        for choice in choices:
-            args.append(len(choice))
-            for w in choice:
-                args += [windows.index(w) + 1, w.limit, w.seconds]
-        args.append(HORIZON)
-        index, delay = self._reserve(keys=keys, args=args)
-        booked = int(index)  # Redis's clock is not this machine's: its delay counts from now
-        return Booking(booked if booked >= 0 else None, float(delay), time.time() + float(delay))
+        for _ in range(CONTENDED):
+            now_text, *read = self._read(keys=[name for w in windows for name in _names(w)])
+            here, now = time.time(), float(now_text)  # Redis's clock is not this machine's
+            paused = {w: float(p) for w, (p, _, _) in zip(windows, read, strict=True)}
+            counters = {w: c for w, (_, c, _) in zip(windows, read, strict=True)}
+            stamps = {w: _stamps(w, flat) for w, (_, _, flat) in zip(windows, read, strict=True)}
+            best, slot = choose(now, choices, stamps, paused, margin)
+            horizon = now + HORIZON * min(w.seconds for w in choices[best])
+            if slot > horizon:
+                return Booking(None, slot - horizon, here + slot - horizon)
+            chosen = choices[best]
+            args: list[Any] = [repr(slot), repr(margin), repr(now)]
+            for w in chosen:
+                args += [counters[w], KEEP * w.seconds + margin]
+            keys = [name for w in chosen for name in _names(w)[::2]]
+            if self._book(keys=keys, args=args):
+                return Booking(best, max(0.0, slot - now), here + max(0.0, slot - now), slot)
+        raise self._contended(f"{CONTENDED} bookings in a row overtaken by other processes")
+
+    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+        keys = [name for w in windows for name in _names(w)[::2]]
+        self._confirm(keys=keys, args=[repr(stamp), repr(max(0.0, spread))])
 
     def pause(self, window: Window, seconds: float) -> None:
-        self._pause(keys=[f"mediagen:p:{window.scope}"], args=[seconds])
+        self._pause(keys=list(_names(window)[1:]), args=[seconds])
+
+
+def _stamps(window: Window, flat: list[bytes]) -> Stamps:
+    """A window's stamps from ZRANGE ... WITHSCORES (member, score, member, score ...)."""
+    members, scores = flat[::2], flat[1::2]
+    spread = [float(m.rsplit(b":", 1)[1]) for m in members]
+    return Stamps(window.limit, window.seconds, [float(s) for s in scores], spread)
 
 
 class Failover:
@@ -308,6 +355,16 @@ class Failover:
                 except self.shared.failures as exc:
                     self._lost(exc)
         return self.fallback.reserve(choices, margin)
+
+    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+        """Told to both stores (the stamp is in the one that booked it): a failure only keeps the margin."""
+        self.fallback.confirm(windows, stamp, spread)
+        with self._lock:
+            if time.monotonic() >= self._down_until:
+                try:
+                    self.shared.confirm(windows, stamp, spread)
+                except self.shared.failures as exc:
+                    self._lost(exc)
 
     def pause(self, window: Window, seconds: float) -> None:
         self.fallback.pause(window, seconds)  # also here: a pause must outlive a failing store

@@ -169,6 +169,7 @@ def test_a_generation_saves_its_output(service: Service, tmp_path: Path) -> None
             "modelId": "flare-1-swift",
             "status": "succeeded",
             "output": {"type": "image", "urls": [out["output_url"][0]]},
+            "creditsSpent": int(out["credits"][0]),
         }
     )
     data = generation.bytes()

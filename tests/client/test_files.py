@@ -15,6 +15,20 @@ from mediagen_nb.client import DownloadFailed, Generation, files
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
 
 
+def succeeded(url: str, kind: str = "image") -> Generation:
+    """A finished generation as a (hostile) server would answer it, its one output at ``url``."""
+    output = {"type": kind, "urls": [url]}
+    return Generation.from_api(
+        {
+            "id": GENERATION_ID,
+            "modelId": "gpt-image-2",
+            "status": "succeeded",
+            "output": output,
+            "creditsSpent": 8,
+        }
+    )
+
+
 @pytest.mark.parametrize(
     ("parts", "expected"),
     [
@@ -87,23 +101,9 @@ def test_a_place_is_proven_inside_its_folder_even_through_a_link(tmp_path: Path)
 def test_save_adds_the_media_types_extension_not_the_urls(tmp_path: Path) -> None:
     with serve() as server:
         server.on("GET", "/media/", Answer(200, PNG, {"Content-Type": "image/png"}))
-        script = Generation.from_api(
-            {
-                "id": GENERATION_ID,
-                "modelId": "gpt-image-2",
-                "status": "succeeded",
-                "output": {"type": "image", "urls": [server.base_url + "/media/startup.py"]},
-            }
-        )
+        script = succeeded(server.base_url + "/media/startup.py")
         saved = script.save(tmp_path / "face")
-        untyped = Generation.from_api(
-            {
-                "id": GENERATION_ID,
-                "modelId": "gpt-image-2",
-                "status": "succeeded",
-                "output": {"type": "strange", "urls": [server.base_url + "/media/startup.py"]},
-            }
-        )
+        untyped = succeeded(server.base_url + "/media/startup.py", kind="strange")
         typed = untyped.save(tmp_path / "other")
         own = script.save(tmp_path / "mine.dat")  # the user's own extension is kept
     assert saved == tmp_path / "face.png" and saved.read_bytes() == PNG
@@ -120,13 +120,6 @@ def test_a_half_file_is_never_written_through_a_link(tmp_path: Path) -> None:
     (folder / "face.png.part").symlink_to(outside)  # planted where the half file goes
     with serve() as server:
         server.on("GET", "/media/", Answer(200, PNG, {"Content-Type": "image/png"}))
-        generation = Generation.from_api(
-            {
-                "id": GENERATION_ID,
-                "modelId": "gpt-image-2",
-                "status": "succeeded",
-                "output": {"type": "image", "urls": [server.base_url + "/media/a.png"]},
-            }
-        )
+        generation = succeeded(server.base_url + "/media/a.png")
         saved = generation.save(folder / "face.png")
     assert saved.read_bytes() == PNG and outside.read_text() == "keep me"

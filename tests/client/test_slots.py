@@ -1,0 +1,80 @@
+"""The earliest slot in partly booked windows: gaps are filled, and the rules hold wherever it goes."""
+
+import itertools
+import math
+import random
+
+from mediagen_nb.client.slots import Stamps, earliest
+
+
+def valid(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> bool:
+    """Whether booked (slot, spread) stamps keep the even stream and never ``limit + 1`` in a window."""
+    stamps = sorted(stamps)
+    gaps = all(b[0] - a[0] >= seconds / limit - 1e-9 for a, b in itertools.pairwise(stamps))
+    windows = all(
+        stamps[i + limit][0] >= stamps[i][0] + stamps[i][1] + seconds - 1e-9
+        for i in range(len(stamps) - limit)
+    )
+    return gaps and windows
+
+
+def window(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> Stamps:
+    stamps = sorted(stamps)
+    return Stamps(limit, seconds, [a for a, _ in stamps], [s for _, s in stamps])
+
+
+def test_a_read_fills_the_gap_a_start_left_on_its_key() -> None:
+    """The key's stamps at 0 and 2 (its start waited for the account): a read goes at 1, not at 3."""
+    key = window(60, 60.0, [(0.0, 0.0), (2.0, 0.0)])
+    assert earliest(0.5, [key], 0.0) == 1.0
+    account = window(60, 60.0, [(1.0, 0.0)])  # another key's start took the account at 1
+    assert earliest(0.5, [key, account], 0.0) == 3.0  # a start needs both: after every booking
+
+
+def test_a_stamp_never_makes_a_window_hold_one_too_many() -> None:
+    """Three a window: stamps at 0, 1 and 5 leave a gap at 3 by spacing, but 3 would be the fourth
+    within 10 s of 0 (with 1 and 5); the slot is 10 (0's window over, 5 s past the last stamp)."""
+    stamps = window(3, 10.0, [(0.0, 0.0), (1.0, 0.0), (5.0, 0.0)])
+    assert not stamps.fits(3.0, 0.0)
+    assert earliest(0.0, [stamps], 0.0) == 10.0
+
+
+def test_a_spread_delays_the_stamp_a_window_later() -> None:
+    """A request that may arrive 0.5 s after its slot counts until then: the stamp a window later
+    waits that long too (to the next whole gap of a busy window), and a new stamp's own spread keeps
+    it a window before the next."""
+    stamps = window(2, 10.0, [(0.0, 0.5), (5.0, 0.0)])
+    assert stamps.fits(10.5, 0.0) and not stamps.fits(10.4, 0.0)
+    assert earliest(5.0, [stamps], 0.0) == 15.0
+    ahead = window(2, 10.0, [(20.0, 0.0), (25.0, 0.0)])
+    assert earliest(0.0, [ahead], 0.0) == 0.0  # two before them, a window earlier, fit: 0 and 5
+    assert ahead.fits(14.5, 0.5)  # it may arrive at 15: a window before 25
+    assert not ahead.fits(15.0, 0.5)  # it may arrive at 15.5: too close
+    assert earliest(14.6, [ahead], 0.5) == 30.0  # so after them
+
+
+def test_an_idle_window_takes_a_request_at_once_a_busy_one_in_whole_gaps() -> None:
+    """Off the grid only when idle: a busy window's slots are whole gaps, so no sliver is left."""
+    assert earliest(3.7, [window(60, 60.0, [(-60.0, 0.0)])], 0.0) == 3.7
+    assert earliest(3.7, [window(60, 60.0, [(3.0, 0.0)])], 0.0) == 4.0
+    assert earliest(3.2, [window(60, 60.0, [(2.1, 0.0)])], 0.0) == 4.0  # 3.1 is no whole gap
+
+
+def test_random_bookings_are_the_earliest_that_keep_the_rules() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        limit, seconds = rng.randint(1, 6), rng.choice([6.0, 10.0])
+        booked: list[tuple[float, float]] = []
+        for _ in range(rng.randint(0, 15)):  # book at random times, as many processes would
+            after, spread = rng.uniform(0, 40), rng.choice([0.0, 0.0, 0.3, 1.0])
+            booked.append((earliest(after, [window(limit, seconds, booked)], spread), spread))
+            assert valid(limit, seconds, booked)
+        after, spread = rng.uniform(0, 40), rng.choice([0.0, 0.5])
+        stamps = window(limit, seconds, booked)
+        slot = earliest(after, [stamps], spread)
+        assert slot >= after and valid(limit, seconds, [*booked, (slot, spread)])
+        busy = bool(booked) and max(booked)[0] > after - seconds
+        gap = seconds / limit
+        grid = [k * gap for k in range(math.ceil(after / gap), int(slot / gap) + 1)]
+        earlier = grid if busy else [after]
+        assert not any(valid(limit, seconds, [*booked, (t, spread)]) for t in earlier if t < slot - 1e-6)
