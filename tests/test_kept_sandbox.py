@@ -14,13 +14,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from _shared import environment, run_mediagen
+from _wait import wait_until
 
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import kept
@@ -157,9 +157,7 @@ def test_a_sandbox_killed_mid_sweep_is_started_again_from_its_state(tmp_path: Pa
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (kept.find() is None or len(charges()) < 4):
-            time.sleep(0.05)
+        wait_until(lambda: kept.find() is not None and len(charges()) >= 4, 60, "4 rows charged")
         before = charges()
         assert 4 <= len(before) < len(rows), "caught mid-sweep"
         sandbox = kept.find()
@@ -227,9 +225,7 @@ def test_a_kernel_whose_sandbox_died_starts_it_again_and_carries_on() -> None:
         dead = kept.find()
         assert dead is not None
         os.kill(dead.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while kept._alive(dead.pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: not kept._alive(dead.pid), 10, "the killed sandbox to be gone")
         second = client.generate("gpt-image-2", prompt="a drum", quality="low")
         assert second.status == "succeeded" and client.generation(first.id).status == "succeeded"
     again = kept.find()

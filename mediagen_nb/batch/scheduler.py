@@ -15,7 +15,6 @@ flight and every charge shown.
 
 import asyncio
 import statistics
-import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -348,7 +347,7 @@ class Sweep:
         if row.position in self._resumed and origin == NOW:
             self.progress.gone += 1  # the service no longer knows its earlier generation: started again
         if generation.done:
-            self._finish(row, generation, time.monotonic(), origin)
+            self._finish(row, generation, self.client.clock.monotonic(), origin)
             return
         self._show(row, Outcome("processing", generation.id, credits=generation.credits_spent, origin=origin))
         self._watch_soon(row, generation.id, origin)
@@ -373,7 +372,7 @@ class Sweep:
             return None
 
     def _watch_soon(self, row: Row, generation_id: str, origin: str) -> None:
-        task = asyncio.create_task(self._watch(row, generation_id, time.monotonic(), origin))
+        task = asyncio.create_task(self._watch(row, generation_id, self.client.clock.monotonic(), origin))
         self._watchers.append(task)
 
     def _first_read_delay(self, row: Row) -> float:
@@ -391,7 +390,7 @@ class Sweep:
         try:
             delay = self._first_read_delay(row)
             if delay:
-                await asyncio.sleep(delay)
+                await self.client.clock.wait(delay)
             generation = await self.client.wait(generation_id)
         except (NotFoundError, BadRequestError) as exc:
             charged = self.outcomes[row.position].credits
@@ -408,7 +407,7 @@ class Sweep:
         self._finish(row, generation, started, origin)
 
     def _finish(self, row: Row, generation: Generation, started: float, origin: str) -> None:
-        elapsed = time.monotonic() - started
+        elapsed = self.client.clock.monotonic() - started
         generation = replace(generation, elapsed_s=generation.elapsed_s or round(elapsed, 3))
         if generation.status == states.SUCCEEDED:
             self._runtimes[self.model.id].append(elapsed * self.client.settings.limits.time_scale)

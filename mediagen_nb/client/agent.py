@@ -11,7 +11,6 @@ is never in the way.
 
 import asyncio
 import json
-import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from mediagen_nb.client.config import BearerAuth, Secret, Settings, on_this_mach
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.steps import Op, Pause, Record
+from mediagen_nb.protocol.clock import Clock
 from mediagen_nb.protocol.paths import path
 
 T = TypeVar("T")
@@ -93,8 +93,8 @@ def signed_in(url: str) -> Secret | None:
     return token
 
 
-def _drive(op: Op[T]) -> T:
-    """Run ``op`` (limiter bookings: Record and Pause steps) in this thread."""
+def _drive(op: Op[T], clock: Clock) -> T:
+    """Run ``op`` (limiter bookings: Record and Pause steps) in this thread, pausing on ``clock``."""
     reply: Any = None
     while True:
         try:
@@ -106,7 +106,7 @@ def _drive(op: Op[T]) -> T:
         if isinstance(step, Record):
             reply = step.fn()
         elif isinstance(step, Pause):
-            time.sleep(step.seconds)
+            clock.sleep(step.seconds)
 
 
 def _in_own_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -133,7 +133,7 @@ def check_usage(core: Core) -> Usage:
         return _in_own_thread(lambda: ask_usage(url, token))
 
     def keyed() -> Usage:
-        key = _drive(core.requests("mcp", REQUESTS_PER_CALL))
+        key = _drive(core.requests("mcp", REQUESTS_PER_CALL), core.clock)
         return asyncio.run(ask_usage(url, key, with_key=True))
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediagen-agent") as pool:

@@ -10,7 +10,6 @@ import asyncio
 import functools
 import inspect
 import sys
-import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, get_args, overload
@@ -31,6 +30,7 @@ from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.steps import Call, Op, Record
 from mediagen_nb.client.videos import Videos
+from mediagen_nb.protocol.clock import REAL, Clock
 
 # Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
 POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)
@@ -94,6 +94,7 @@ class BaseClient:
         sandbox: bool = False,
         ledger: "Ledger | str | None" = None,
         wire: str | None = None,
+        clock: Clock = REAL,
     ) -> None:
         """Connect with ``api_key`` (or several keys of one account, pooled) to ``base_url``.
 
@@ -101,12 +102,19 @@ class BaseClient:
         ``sandbox=True``), the embedded sandbox is used. ``limits`` must match a time-scaled sandbox.
         Paid starts are written to ``ledger`` (a path or a Ledger; default: the user's ledger).
         ``wire`` is a names file with the service's spelling of the names the spec does not show
-        (default ``MEDIAGEN_WIRE``).
+        (default ``MEDIAGEN_WIRE``). ``clock`` answers the waits (retry backoff, polls, pacing) and keeps
+        the deadlines: the wall clock, or a manual sandbox's stepping clock in tests, where each wait of
+        ``s`` advances the sandbox by ``s`` (``for_sandbox`` gives it one) so waits are instant and exact.
         """
         settings = settings or resolve(
             api_key, base_url, account=account, limits=limits, sandbox=sandbox, wire=wire
         )
-        self._engine = Engine(Core(settings, retry or RetryPolicy(), timeout, ledger))
+        self._engine = Engine(Core(settings, retry or RetryPolicy(), timeout, ledger, clock=clock))
+
+    @property
+    def clock(self) -> Clock:
+        """The clock this client waits on and reads its deadlines from."""
+        return self._engine.core.clock
 
     @property
     def settings(self) -> Settings:
@@ -164,6 +172,15 @@ class BaseClient:
     confirm_webhook = operation(Webhooks.confirm_webhook)
 
 
+def _sandbox_options(sandbox: Any, options: dict[str, Any]) -> None:
+    """A client of ``sandbox`` paces itself to its clock: its time scale, or on a manual clock a stepping
+    clock (each wait advances the sandbox) and a time scale of 1."""
+    manual = sandbox.config.clock == "manual"
+    options.setdefault("limits", Limits(time_scale=1.0 if manual else sandbox.config.time_scale))
+    if manual:
+        options.setdefault("clock", sandbox.stepping_clock())
+
+
 class Client(BaseClient):
     """The synchronous client. Safe to share between threads; limits are shared process-wide."""
 
@@ -184,7 +201,7 @@ class Client(BaseClient):
         """A client for a :class:`~mediagen_nb.sandbox.Sandbox` (served on loopback; started if needed)."""
         if sandbox.base_url is None:
             sandbox.start()
-        options.setdefault("limits", Limits(time_scale=sandbox.config.time_scale))
+        _sandbox_options(sandbox, options)
         return cls(sandbox.demo_key, base_url=sandbox.base_url, **options)
 
     def _drive(self, op: Op[T]) -> T:
@@ -210,7 +227,7 @@ class Client(BaseClient):
                 except Exception as exc:
                     failure = exc
             else:
-                time.sleep(step.seconds)
+                self._engine.core.clock.sleep(step.seconds)
 
     def close(self) -> None:
         if self._owns_http:
@@ -248,7 +265,7 @@ class AsyncClient(BaseClient):
     @classmethod
     def for_sandbox(cls, sandbox: Any, **options: Any) -> "AsyncClient":
         """A client for a Sandbox: over HTTP when it is served, else in-process (ASGI transport)."""
-        options.setdefault("limits", Limits(time_scale=sandbox.config.time_scale))
+        _sandbox_options(sandbox, options)
         if sandbox.base_url is not None:
             return cls(sandbox.demo_key, base_url=sandbox.base_url, **options)
         return cls(
@@ -278,7 +295,7 @@ class AsyncClient(BaseClient):
                 except Exception as exc:
                     failure = exc
             else:
-                await asyncio.sleep(step.seconds)
+                await self._engine.core.clock.wait(step.seconds)
 
     async def aclose(self) -> None:
         if self._owns_http:

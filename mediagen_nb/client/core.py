@@ -8,7 +8,6 @@ through :mod:`mediagen_nb.client.starts`, over this core.
 
 import json
 import random
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -29,6 +28,7 @@ from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.spending import session as session_budget
 from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
 from mediagen_nb.protocol import states
+from mediagen_nb.protocol.clock import REAL, Clock, RealClock
 from mediagen_nb.protocol.paths import path
 
 T = TypeVar("T")
@@ -63,19 +63,27 @@ class Core:
         timeout: float,
         ledger: "ledgers.Ledger | str | None" = None,
         budget: Budget | None = None,
+        clock: Clock = REAL,
     ) -> None:
         self.settings = settings
+        self.clock = clock  # answers Pause steps and keeps deadlines (rate-limit windows stay on real time)
         self.retry = retry
         self.timeout = timeout
         lim = settings.limits
         seconds, where = lim.real(lim.window), normalize_url(settings.base_url)
-        self._windows = limits_store.store(lim.url)
+        # Windows shared with other processes are on wall time; a client on another clock (a manual
+        # sandbox's, in tests) paces alone, on its clock.
+        self._windows = (
+            limits_store.store(lim.url)
+            if isinstance(clock, RealClock)
+            else limits_store.SQLiteStore(":memory:", clock.now)
+        )
         self._keys = [
             Window(scope_of("key", where, k.digest), lim.requests_per_key, seconds) for k in settings.keys
         ]
         self._account = Window(scope_of("account", where, settings.account), lim.starts_per_account, seconds)
         self.latency = pacing.Latency(lim)
-        self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> monotonic start
+        self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> clock.monotonic() at start
         self._rng = random.Random()
         self._ledger_choice = ledger
         self.budget = budget or session_budget()
@@ -136,19 +144,19 @@ class Core:
         request would reach the service later than the slot a window after it was booked against.
         """
         if call.kind == CATALOG:
-            return call, Slot(time.time(), 0.0, [])
+            return call, Slot(self.clock.now(), 0.0, [])
         keys = self._keys if only is None else [self._keys[only]]
         choices = [[key] + ([self._account] if call.kind == START else []) for key in keys]
         late = 0
         while True:
             margin = self.latency.margin()
             booking: Booking = yield Record(partial(self._windows.reserve, choices, margin))
-            wait = booking.at - time.time()  # from the slot itself: the answer may have come late
+            wait = booking.at - self.clock.now()  # from the slot itself: the answer may have come late
             if wait > 0:
                 yield Pause(wait)
             if booking.index is None:
                 continue
-            woke = time.time() - booking.at
+            woke = self.clock.now() - booking.at
             if woke > margin and late < LATE_WAKES:
                 self.latency.record(woke)  # the margin follows: this machine is slower than it was
                 late += 1
@@ -210,7 +218,7 @@ class Core:
                     error = errors.ConnectionFailed(f"{what}: {exc or type(exc).__name__}")
             else:
                 if call.kind != CATALOG and not call.hold:  # a long poll's time is the service's
-                    spread = time.time() - slot.at  # how late it went, plus its round trip
+                    spread = self.clock.now() - slot.at  # how late it went, plus its round trip
                     self.latency.record(spread)
                     yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
@@ -239,7 +247,7 @@ class Core:
         here)."""
         self._booked[resource_id] = book
         if started:
-            self._started.setdefault(resource_id, time.monotonic())
+            self._started.setdefault(resource_id, self.clock.monotonic())
             while len(self._started) > 10_000:
                 self._started.popitem(last=False)
 
@@ -293,7 +301,7 @@ class Core:
 
     def elapsed(self, resource_id: str) -> float | None:
         started = self._started.get(resource_id)
-        return None if started is None else round(time.monotonic() - started, 3)
+        return None if started is None else round(self.clock.monotonic() - started, 3)
 
     # -- polling -----------------------------------------------------------------------------------
 
@@ -308,14 +316,14 @@ class Core:
     ) -> Op[R]:
         """Read every ``poll`` service seconds (through the limiters) until ``finished``, for at most
         ``timeout`` service seconds (default: WORK_WAIT; the spec gives these jobs no time limit)."""
-        deadline = time.monotonic() + self._real(WORK_WAIT if timeout is None else timeout)
+        deadline = self.clock.monotonic() + self._real(WORK_WAIT if timeout is None else timeout)
         while True:
             current = yield from read()
             if on_update is not None:
                 on_update(current)
             if finished(current):
                 return current
-            if time.monotonic() >= deadline:
+            if self.clock.monotonic() >= deadline:
                 raise errors.WaitTimeout(
                     f"{what} has not finished; it goes on and can be read again (timeout= waits longer)",
                     current,

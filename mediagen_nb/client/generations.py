@@ -1,7 +1,6 @@
 """The generation API: estimate, run, read, wait and generate, written once for both clients."""
 
 import math
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
@@ -209,7 +208,8 @@ class Generations:
         generation_id = generation.id if isinstance(generation, Generation) else str(generation)
         reused = isinstance(generation, Generation) and generation.reused
         timeout = GENERATION_WAIT if timeout is None else timeout
-        deadline = time.monotonic() + self.core.settings.limits.real(timeout)
+        clock = self.core.clock
+        deadline = clock.monotonic() + self.core.settings.limits.real(timeout)
         scale = self.core.settings.limits.time_scale
 
         def read(hold: int | None) -> Op[Generation]:
@@ -220,12 +220,12 @@ class Generations:
             return current
 
         while True:
-            left = (deadline - time.monotonic()) * scale
+            left = (deadline - clock.monotonic()) * scale
             hold = (
                 int(min(spec_limits.WAIT_MAX_SECONDS, left)) if left >= spec_limits.WAIT_MIN_SECONDS else None
             )
             current = yield from read(hold)
-            rest = deadline - time.monotonic()
+            rest = deadline - clock.monotonic()
             if not current.done and 0 < rest * scale < spec_limits.WAIT_MIN_SECONDS:
                 yield Pause(rest)  # too short for another hold: wait it out here, then read once more
                 current = yield from read(None)

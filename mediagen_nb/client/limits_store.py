@@ -35,6 +35,7 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -117,8 +118,9 @@ class SQLiteStore:
 
     failures: tuple[type[BaseException], ...] = (sqlite3.Error, OSError)
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, now: Callable[[], float] = time.time) -> None:
         self.where = str(path)
+        self._now = now  # wall time; a client on a virtual clock keeps its own ``:memory:`` store on it
         if self.where != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT)
@@ -152,7 +154,7 @@ class SQLiteStore:
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                now = time.time()
+                now = self._now()
                 for w in windows:
                     old = now - KEEP * w.seconds
                     self._db.execute("DELETE FROM slots WHERE scope = ? AND at + margin < ?", (w.scope, old))
@@ -188,7 +190,7 @@ class SQLiteStore:
                 self._db.execute(update, (max(0.0, spread), w.scope, stamp))
 
     def pause(self, window: Window, seconds: float) -> None:
-        until = time.time() + seconds
+        until = self._now() + seconds
         with self._lock:
             self._db.execute(
                 "INSERT INTO pauses VALUES (?, ?) ON CONFLICT(scope) DO UPDATE SET until = max(until, ?)",

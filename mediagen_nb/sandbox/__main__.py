@@ -25,6 +25,13 @@ def parser() -> argparse.ArgumentParser:
         "--time-scale", type=float, default=1.0, help="simulated seconds per real second (e.g. 60)"
     )
     p.add_argument(
+        "--clock",
+        choices=("scaled", "manual"),
+        default="scaled",
+        help="scaled: real time x --time-scale; manual: time stands still until POST /_sandbox/clock "
+        '{"advance": seconds} moves it (tests on virtual time)',
+    )
+    p.add_argument(
         "--seed",
         type=int,
         default=None,
@@ -156,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sandbox = Sandbox(
             time_scale=args.time_scale,
+            clock=args.clock,
             seed=args.seed,
             allow_private_webhooks=args.allow_private_webhooks,
             deliver_public_webhooks=args.deliver_public_webhooks,
@@ -169,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     sandbox.start(port=args.port, host=args.host)
     seed = sandbox.world.seed
+    clock = "a manual clock" if args.clock == "manual" else f"time scale {args.time_scale:g}"
     print(
-        f"mediagen sandbox running at {sandbox.base_url} "
-        f"(time scale {args.time_scale:g}, seed {seed}; replay it with --seed {seed})"
+        f"mediagen sandbox running at {sandbox.base_url} ({clock}, seed {seed}; replay it with --seed {seed})"
     )
     if args.data_dir is not None:
         print(f"  its state is kept in {args.data_dir.resolve()} (started again, it goes on from there)")

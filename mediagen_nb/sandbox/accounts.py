@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from mediagen_nb.protocol import limits, messages
-from mediagen_nb.sandbox.clock import Clock
+from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.sandbox.responses import ServiceError, bad_request
 
 DEMO_ACCOUNT = "demo"
@@ -65,7 +65,7 @@ class ApiKey:
     expires_at: float | None = None
     spent: Counter[str] = field(default_factory=Counter)  # credits by calendar month, net of refunds
 
-    def public(self, clock: Clock, *, reveal: bool = False) -> dict[str, Any]:
+    def public(self, clock: SimulatedClock, *, reveal: bool = False) -> dict[str, Any]:
         body: dict[str, Any] = {
             "id": self.id,
             "account": self.account,
@@ -143,7 +143,7 @@ class Caller:
 class Accounts:
     """Every account and key of the sandbox, with the ledger; one instance per sandbox state."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: SimulatedClock) -> None:
         self.clock = clock
         self.accounts: dict[str, Account] = {DEMO_ACCOUNT: Account(DEMO_ACCOUNT, granted_month=clock.month())}
         self.keys: dict[str, ApiKey] = {}

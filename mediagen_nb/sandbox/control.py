@@ -12,10 +12,10 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 
 from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.clock import MAX_SKIP_SECONDS
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import uploads as upload_rules
 from mediagen_nb.sandbox.accounts import DEMO_ACCOUNT, MAX_CREDITS, VIA_APP, Caller
-from mediagen_nb.sandbox.clock import MAX_SKIP_SECONDS
 from mediagen_nb.sandbox.lifecycle import top_up_url
 from mediagen_nb.sandbox.pipeline import declared_length, json_object
 from mediagen_nb.sandbox.responses import bad_request, error_response, ok
@@ -105,7 +105,8 @@ async def reset(request: Request) -> Response:
 
 
 async def clock(request: Request) -> Response:
-    """POST /_sandbox/clock: ``{"advance": seconds}`` jumps simulated time forward."""
+    """POST /_sandbox/clock: ``{"advance": seconds}`` moves simulated time forward; the timers it passes
+    (runs ending, long polls timing out) fire, in time order, before it answers."""
     world = _world(request)
     advance = (await json_object(request)).get("advance", 0)
     if isinstance(advance, bool) or not isinstance(advance, (int, float)) or advance < 0:

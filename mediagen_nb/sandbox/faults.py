@@ -1,7 +1,8 @@
 """Seeded, reproducible fault injection: HTTP faults per endpoint and model outcomes per generation.
 
 HTTP kinds: ``429`` (a rate-limit refusal), ``500``, ``503`` (on a start: charged, then refunded in the
-same request, as the spec describes), ``slow`` (the response is delayed), ``drop`` (the request is
+same request, as the spec describes), ``slow`` (the response is delayed ``slowSeconds`` real seconds on a
+scaled clock, simulated ones on a manual clock), ``drop`` (the request is
 processed and the connection is closed before the response is complete). Model kinds: ``fail`` (the
 generation fails and is refunded) and ``hang`` (it never finishes and meets the time limit).
 Scripts are consumed in order before rates are rolled; ``ok`` in a script means "no fault this time".

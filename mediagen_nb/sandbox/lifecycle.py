@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
 from mediagen_nb.protocol import limits, messages
+from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.accounts import Accounts, Caller
-from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, too_many
 
@@ -37,7 +37,7 @@ class Idempotency:
     """Idempotency keys of one kind of start, per account, kept ``retention`` simulated seconds (None: for
     ever); only the first ``chars`` characters of a key count (None: all)."""
 
-    def __init__(self, clock: Clock, *, retention: float | None, chars: int | None = None) -> None:
+    def __init__(self, clock: SimulatedClock, *, retention: float | None, chars: int | None = None) -> None:
         self.clock = clock
         self.retention = retention
         self.chars = chars

@@ -6,7 +6,6 @@ is also the one place that caps a JSON body (before reading it whole) and that k
 other sites away from the ``/_sandbox/`` controls.
 """
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -174,7 +173,7 @@ def service_endpoint(
                     raise too_many(messages.KEY_RATE_LIMIT)
             fault = world.faults.draw(route)
             if fault == "slow":
-                await asyncio.sleep(world.faults.slow_seconds)
+                await world.clock.wait(world.faults.slow_seconds * world.clock.scale)
             if fault == "429":
                 raise too_many(messages.KEY_RATE_LIMIT)
             if fault == "500":

@@ -13,6 +13,7 @@ import httpx
 import uvicorn
 
 from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.clock import ManualClock, SteppingClock
 from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
 from mediagen_nb.sandbox.accounts import DEMO_KEY
 from mediagen_nb.sandbox.app import create_app
@@ -47,6 +48,11 @@ class Sandbox:
     lets another sandbox use the folder); without one it lives in memory. ``wire=`` (a names file, or
     :class:`~mediagen_nb.protocol.wire.Names`) spells the names the spec does not show otherwise;
     ``catalog=`` serves a snapshot folder of a service's catalog (``mediagen sandbox sync``).
+
+    ``clock="manual"`` runs it on virtual time, which stands still until :meth:`advance` (or ``POST
+    /_sandbox/clock``) moves it: a generation stays ``processing`` until its run time has been advanced
+    past. Tests give their clients :meth:`stepping_clock` (``Client.for_sandbox`` does), so a client's
+    waits move the sandbox's time instead of waiting for it.
     """
 
     def __init__(self, config: SandboxConfig | None = None, **options: Any) -> None:
@@ -72,7 +78,8 @@ class Sandbox:
 
     def __repr__(self) -> str:
         where = self.base_url or "in-process"
-        return f"<Sandbox {where} time_scale={self.config.time_scale:g} seed={self.world.seed}>"
+        clock = "manual" if self.config.clock == "manual" else f"time_scale={self.config.time_scale:g}"
+        return f"<Sandbox {where} {clock} seed={self.world.seed}>"
 
     def client_env(self, key: str | None = None) -> dict[str, str]:
         """The environment that points a process's client at this served sandbox (with ``key``, else
@@ -87,6 +94,22 @@ class Sandbox:
         if self.wire_file is not None:
             env[ENV_WIRE] = str(self.wire_file)
         return env
+
+    def advance(self, seconds: float) -> None:
+        """Move simulated time forward by ``seconds``; returns once the timers it passed have fired."""
+        self.world.clock.advance(seconds)
+
+    def stepping_clock(self) -> SteppingClock:
+        """A clock for this manual sandbox's clients: each pause of ``s`` advances the sandbox by ``s``.
+
+        From then on the sandbox's holds move its clock too (a long poll with ``wait=30`` advances it,
+        timer by timer, until its generation settles or 30 s have passed): nothing else moves it.
+        """
+        clock = self.world.clock
+        if not isinstance(clock, ManualClock):
+            raise RuntimeError('only a sandbox on a manual clock can be stepped: Sandbox(clock="manual")')
+        clock.jump_holds = True
+        return SteppingClock(clock)
 
     def transport(self) -> httpx.ASGITransport:
         """An httpx transport that calls the app directly (async clients only)."""

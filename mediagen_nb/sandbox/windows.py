@@ -2,13 +2,13 @@
 
 from collections import deque
 
-from mediagen_nb.sandbox.clock import Clock
+from mediagen_nb.protocol.clock import SimulatedClock
 
 
 class RollingWindow:
     """At most ``limit`` events per ``window`` simulated seconds for each scope, by timestamps."""
 
-    def __init__(self, clock: Clock, limit: int, window: float) -> None:
+    def __init__(self, clock: SimulatedClock, limit: int, window: float) -> None:
         self.clock = clock
         self.limit = limit
         self.window = window

@@ -8,14 +8,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mediagen_nb.protocol import limits
+from mediagen_nb.protocol.clock import ManualClock, ScaledClock, SimulatedClock, Timer
 from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.protocol.wire import DEFAULT, Names
 from mediagen_nb.sandbox.accounts import Accounts
 from mediagen_nb.sandbox.agent.access import Access
-from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.fetch import Unreachable
 from mediagen_nb.sandbox.media import MediaSpec, MediaStore
@@ -33,6 +33,9 @@ class SandboxConfig:
     """How a sandbox behaves; every option of ``python -m mediagen_nb.sandbox``."""
 
     time_scale: float = 1.0  # 60 = a simulated minute passes in one real second
+    # "manual": time stands still until advanced (``Sandbox.advance``, ``POST /_sandbox/clock``), for
+    # tests on virtual time; time_scale is then unused.
+    clock: Literal["scaled", "manual"] = "scaled"
     # Ids, run times, media and random faults are reproducible from an explicit seed; None draws a new
     # one at every start and reset (shown by /_sandbox/info), so a restarted sandbox never repeats ids.
     seed: int | None = None
@@ -68,7 +71,9 @@ class World:
         self.config = config
         self.wire = config.wire
         self.catalog = read(config.catalog) if config.catalog is not None else BUNDLED
-        self.clock = Clock(config.time_scale)
+        self.clock: SimulatedClock = (
+            ManualClock() if config.clock == "manual" else ScaledClock(config.time_scale)
+        )
         self.media = MediaStore(config.data_dir)
         self.uploads = Uploads(config.data_dir)
         self.outbox = Outbox(
@@ -76,7 +81,7 @@ class World:
             allow_private=config.allow_private_webhooks,
             deliver_public=config.deliver_public_webhooks,
         )
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers: set[Timer] = set()
         self._services = (GenerationBackend, ReplicationBackend, TopicVideoBackend)
         self.state = State(config.data_dir) if config.data_dir is not None else None
         self._asleep = False  # restored from a saved state, its timers not set again yet
@@ -157,15 +162,15 @@ class World:
         return random.Random(":".join(map(str, (self.seed, *parts))))
 
     def schedule(self, sim_seconds: float, callback: Callable[[], Any]) -> None:
-        """Call ``callback`` after ``sim_seconds`` of simulated time; cancelled by ``reset()``."""
-        loop = asyncio.get_running_loop()
-        holder: list[asyncio.TimerHandle] = []
+        """Call ``callback`` after ``sim_seconds`` of simulated time (a clock timer, so jumps and a manual
+        clock's advances fire it in time order); cancelled by ``reset()``."""
+        holder: list[Timer] = []
 
         def fire() -> None:
             self._timers.discard(holder[0])
             callback()
 
-        holder.append(loop.call_later(self.clock.real(sim_seconds), fire))
+        holder.append(self.clock.call_later(sim_seconds, fire))
         self._timers.add(holder[0])
 
     def media_url(self, base_url: str, spec: MediaSpec) -> str:
@@ -192,6 +197,7 @@ class World:
             "pid": os.getpid(),
             "dataDir": str(self.config.data_dir) if self.config.data_dir is not None else None,
             "timeScale": self.clock.scale,
+            "clock": self.config.clock,
             "seed": self.seed,
             "seedGiven": self.config.seed is not None,
             "now": self.clock.iso(),

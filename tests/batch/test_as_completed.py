@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
+from _wait import wait_until
 
 from mediagen_nb.batch.handle import RowResult, SweepHandle
 
@@ -60,7 +61,7 @@ def test_on_row_is_called_for_each_row_off_the_sweeps_loop(service: Service, tmp
     finished = threading.Event()
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.05)
+        time.sleep(0.05)  # real: a slow callback on the callback thread
         calls.append((row.position, threading.current_thread().name))
         if len(calls) == 8:  # before the raise: row 3 may be the last to end
             finished.set()
@@ -77,9 +78,7 @@ def test_on_row_is_called_for_each_row_off_the_sweeps_loop(service: Service, tmp
 def test_frame_so_far_shows_rows_that_ended(make_service: ServiceFactory, tmp_path: Path) -> None:
     service = make_service(time_scale=30.0)
     handle = submit(service, frame(60), tmp_path)
-    deadline = time.monotonic() + 30
-    while handle.progress["done"] < 5 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: handle.progress["done"] >= 5, 30, "5 rows done")
     so_far = handle.frame()
     statuses = set(so_far["status"])
     assert "succeeded" in statuses and statuses & {"pending", "processing"}
@@ -94,9 +93,7 @@ def test_a_live_preview_fills_in_as_rows_finish(make_service: ServiceFactory, tm
     view = handle.preview(live=True, width=120)
     assert view.value.count("<img ") < 12  # drawn at once, before the rows have ended
     out = handle.result(timeout=60)
-    deadline = time.monotonic() + 10
-    while view.value.count("<img ") < 12 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: view.value.count("<img ") >= 12, 10, "12 images in the live preview")
     assert view.value.count("<img ") == 12 and all(url in view.value for url in out["output_url"])
     still = handle.preview()  # not live: the gallery of the frame as it is
     assert still._repr_html_().count("<img ") == 12
@@ -108,7 +105,7 @@ def test_result_returns_after_every_on_row_callback_has_run(service: Service, tm
     seen: list[int] = []
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.1)
+        time.sleep(0.1)  # real: a slow callback on the callback thread
         seen.append(row.position)
 
     out = submit(service, frame(10), tmp_path, on_row=on_row).result(timeout=60)

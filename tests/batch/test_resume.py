@@ -13,12 +13,12 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
 import pytest
+from _wait import wait_until
 
 import mediagen_nb
 from mediagen_nb.client.settings import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE
@@ -100,11 +100,12 @@ def test_sigkill_halfway_then_rerun_charges_each_row_once(
     ledger = tmp_path / "sweep.sqlite"
     child = start_child(service, tmp_path, ledger)
     try:
-        deadline = time.monotonic() + 60
-        while len(charged_ids(service)) < ROWS // 3:
+
+        def charged_a_third() -> bool:
             assert child.poll() is None, (tmp_path / "child.log").read_text()
-            assert time.monotonic() < deadline, "the child started too few rows in 60 s"
-            time.sleep(0.005)
+            return len(charged_ids(service)) >= ROWS // 3
+
+        wait_until(charged_a_third, 60, "the child to start a third of the rows")
         os.kill(child.pid, signal.SIGKILL)
         assert child.wait(10) == -signal.SIGKILL
     finally:

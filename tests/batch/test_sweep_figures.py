@@ -14,12 +14,12 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
+from _wait import wait_until
 
 import mediagen_nb
 from mediagen_nb.client import Ledger
@@ -104,7 +104,7 @@ CHILD = textwrap.dedent(
     df = pd.DataFrame({"prompt": [f"a harbour at dawn, take {i}" for i in range(rows)]})
     print("READY", flush=True)
     while not os.path.exists(go):  # both start their sweeps at once
-        time.sleep(0.001)
+        time.sleep(0.001)  # real: a child process waits for the go file
     handle = df.mediagen.submit("flare-1-swift", ledger=ledger, run_name="shared", progress=False)
     out = handle.result()
     print("PROGRESS", dict(handle.progress))
@@ -189,9 +189,7 @@ def test_a_ledger_locked_mid_sweep_stops_starting_and_names_the_rows_charged(
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
 
     def lock() -> None:
-        deadline = time.monotonic() + 60
-        while len(service.charges()) < 20 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(lambda: len(service.charges()) >= 20, 60, "20 rows charged")
         holder.execute("BEGIN EXCLUSIVE")  # as another process's long write would hold it
 
     locker = threading.Thread(target=lock, daemon=True)

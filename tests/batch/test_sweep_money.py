@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pandas as pd
 import pytest
+from _wait import wait_until
 
 import mediagen_nb as mg
 from mediagen_nb.batch import loop
@@ -91,7 +92,7 @@ def test_a_bad_unicode_row_is_invalid_and_the_others_run(service: Service, tmp_p
         "prompt holds a character that cannot be sent"
     )
     assert int(out["credits"].sum()) == service.net_spent() == 59
-    time.sleep(1.0)
+    time.sleep(1.0)  # real: no start may come after run() returned, on any thread
     assert service.net_spent() == 59, "charged after run() returned"
 
 
@@ -103,9 +104,7 @@ def test_ctrl_c_of_a_200_row_run_shows_every_charge(make_service: ServiceFactory
     started = threading.Event()
 
     def interrupt() -> None:
-        deadline = time.monotonic() + 60
-        while len(service.charges()) < 60 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(service.charges()) >= 60, 60, "60 rows charged")
         started.set()
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: the main thread is waiting in run()
 
@@ -118,7 +117,7 @@ def test_ctrl_c_of_a_200_row_run_shows_every_charge(make_service: ServiceFactory
     charged = service.net_spent()
     assert int(out["credits"].sum()) == charged
     assert (out.loc[out["status"] == "processing", "credits"] == 1).all()  # in flight: shown as charged
-    time.sleep(1.0)
+    time.sleep(1.0)  # real: no start may come after run() returned, on any thread
     assert service.net_spent() == charged, "a start was charged after run() returned"
     again = sweep(service.client, df, ledger)
     assert (again["status"] == "succeeded").all() and service.net_spent() == 200
@@ -218,7 +217,7 @@ def test_a_locked_ledger_never_stalls_the_loop(
     async def heartbeat() -> None:
         last = time.monotonic()
         while beating:
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)  # real: the heartbeat measures how long the loop is blocked
             now = time.monotonic()
             gaps.append(now - last)
             last = now

@@ -226,7 +226,7 @@ def _wait_for_server(process: subprocess.Popen[bytes], url: str, token: str, log
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(0.3)
+        time.sleep(0.3)  # real: JupyterLab starts in its own process
     pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S} s; see {log_path}")
 
 
@@ -399,7 +399,7 @@ def open_notebook(page: Page, lab: Lab, name: str) -> str:
         state = page.evaluate(NOTEBOOK_STATE_JS, name)
         if state and state["kernel"] == "idle":
             return str(state["id"])
-        time.sleep(0.5)
+        time.sleep(0.5)  # real: the browser renders on its own
     raise AssertionError(f"{name} did not open with an idle kernel within {OPEN_TIMEOUT_S} s")
 
 
@@ -422,7 +422,7 @@ def run_all(page: Page, name: str, panel_id: str) -> None:
         settled = settled + 1 if done else 0
         if settled >= 3:  # idle over three polls: no queued cell is about to start
             return
-        time.sleep(0.4)
+        time.sleep(0.4)  # real: the browser runs the cell on its own
     raise AssertionError(f"{name} did not finish within {RUN_TIMEOUT_S} s: {json.dumps(state)}")
 
 

@@ -6,7 +6,6 @@ Requests are counted with an httpx event hook on the client's own transport.
 
 import json
 import math
-import time
 import uuid
 from typing import Any
 
@@ -14,6 +13,7 @@ import httpx
 import pytest
 from _kit import Kit, open_kit, query
 from _shared import unused_port
+from _wait import PauseLog
 
 from mediagen_nb.client import (
     AsyncClient,
@@ -38,6 +38,7 @@ from mediagen_nb.client import (
     ValidationError,
     WaitTimeout,
 )
+from mediagen_nb.client.core import CONNECT_RETRIES
 from mediagen_nb.client.resources import ReplicationRun
 from mediagen_nb.client.retry import NO_RETRY
 from mediagen_nb.protocol import messages
@@ -393,19 +394,19 @@ async def test_connection_failure_is_retried_then_raised(kit: Kit) -> None:
     base_url = f"http://127.0.0.1:{unused_port()}"
     recorder = kit.recorder
     client: Client | AsyncClient
-    limits = Limits(time_scale=6000)
+    paced = PauseLog()
+    options: dict[str, Any] = {"limits": Limits(time_scale=6000), "clock": paced}
     if kit.flavor == "sync":
         http = httpx.Client(event_hooks={"request": [recorder.sync_hook]})
         kit.transports.append(http)
-        client = Client("pk_live_offline", base_url=base_url, http_client=http, limits=limits)
+        client = Client("pk_live_offline", base_url=base_url, http_client=http, **options)
     else:
         ahttp = httpx.AsyncClient(event_hooks={"request": [recorder.async_hook]})
         kit.transports.append(ahttp)
-        client = AsyncClient("pk_live_offline", base_url=base_url, http_client=ahttp, limits=limits)
-    began = time.monotonic()
+        client = AsyncClient("pk_live_offline", base_url=base_url, http_client=ahttp, **options)
     with pytest.raises(ConnectionFailed) as raised:
         await kit.call("generation", str(uuid.uuid4()), client=client)
-    assert time.monotonic() - began < 5.0
+    assert paced.pauses == list(CONNECT_RETRIES)  # two short waits between the three tries, no more
     error = raised.value
     assert not error.retryable and error.status is None and error.sent is False
     assert base_url in error.message and "MEDIAGEN_BASE_URL" in error.message

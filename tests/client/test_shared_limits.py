@@ -23,6 +23,7 @@ import httpx
 import pandas as pd
 import pytest
 from _shared import unused_port
+from _wait import wait_until
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
@@ -33,6 +34,7 @@ from mediagen_nb.client.limits_store import SQLiteStore, Window, scope_of
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
+pytestmark = pytest.mark.realtime  # real processes share windows on wall time (limits_store.py)
 SCALE = 60.0  # a 60-second window is 1 s real
 MODEL = "flare-1-swift"  # flat price, a few seconds a run
 PER_WORKER = 90  # requests each worker sends: two workers need three windows of one key
@@ -228,7 +230,7 @@ def test_a_429_seen_by_one_process_pauses_the_key_for_all(tmp_path: Path) -> Non
     first.pause(window, 0.5)
     waited = 0.0
     while (booking := second.reserve([[window]], margin=0.0)).index is None:  # as the client waits
-        time.sleep(booking.delay)
+        time.sleep(booking.delay)  # real: shared windows are on wall time across processes
         waited += booking.delay
     assert waited + booking.delay >= 0.49  # its slot is after the pause the other process set
 
@@ -278,15 +280,20 @@ def _start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def listening() -> bool:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return process
+                return True
         except OSError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("redis-server did not start")
+            return False
+
+    try:
+        wait_until(listening, 10, "redis-server to listen")
+    except AssertionError:
+        process.kill()
+        raise
+    return process
 
 
 @pytest.fixture
@@ -316,10 +323,11 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
     monkeypatch.setenv(settings.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
     started = workers(service, [service.demo_key] * 2, "estimate", 150, url)
     try:
-        time.sleep(1.5)
+        under_way = service.world.requests.accepted + 40
+        wait_until(lambda: service.world.requests.accepted >= under_way, 60, "the workers under way")
         redis_server.kill()  # Redis goes away mid-sweep, and comes back empty
         redis_server.wait(10)
-        time.sleep(0.5)
+        time.sleep(0.5)  # real: the workers, other processes, go on without Redis for a moment
         redis_server = _start_redis(port, tmp_path)
         outs = finish(started)
     finally:
@@ -424,12 +432,9 @@ def sweep_while(sandbox: Sandbox, limits_url: str, ledger: Path, damage: Any) ->
     done = threading.Event()
 
     def watch() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not done.is_set():
-            if len(charges(sandbox)) >= 20:
-                damage()
-                return
-            time.sleep(0.01)
+        wait_until(lambda: done.is_set() or len(charges(sandbox)) >= 20, 60, "20 rows charged")
+        if not done.is_set():
+            damage()
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()

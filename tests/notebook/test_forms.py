@@ -15,6 +15,7 @@ import httpx
 import ipywidgets as widgets
 import pytest
 from _shared import wav
+from _wait import wait_until
 
 from mediagen_nb import Client, Model, Sandbox, ValidationError
 from mediagen_nb.client import ModerationError
@@ -86,10 +87,7 @@ def sample(sb: Sandbox, name: str) -> str:
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
+    wait_until(condition, timeout, "the form's condition")
 
 
 def expected_kind(prop: dict[str, Any]) -> str:
@@ -233,7 +231,7 @@ def test_flat_price_sends_no_request(counted: tuple[Client, Requests]) -> None:
         requests.clear()
         assert f.price() == (model.credits, f"{model.credits} credits per run")
         f.set(**{main_text_field(model): "a quiet harbour at dawn"})
-        time.sleep(0.2)
+        time.sleep(0.2)  # real: the form's debounce timer runs on wall time
         assert f.price()[0] == model.credits
         assert requests.seen == []
         assert f"{model.credits} credits per run" in f.price_line.value
@@ -272,7 +270,7 @@ def test_live_price_is_debounced(counted: tuple[Client, Requests]) -> None:
             f.set(prompt=word)
         f.set(quality="low")
         wait_for(lambda: "3 credits" in f.price_line.value)
-        time.sleep(0.4)
+        time.sleep(0.4)  # real: the form's debounce timer runs on wall time
         assert requests.to("/estimate") == 1  # one estimate after typing paused
         f.set(quality="high")
         wait_for(lambda: "25 credits" in f.price_line.value)

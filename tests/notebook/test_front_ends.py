@@ -159,7 +159,7 @@ def test_what_a_thread_prints_goes_to_the_cell_that_started_it(tmp_path: Path) -
         "def late():\n    ready.wait(30)\n    with route.applied():\n        print('from the thread')\n"
         "    print('unrouted')\n"
         "threading.Thread(target=late).start()",
-        "ready.set()\ntime.sleep(1)\nprint('the next cell')",
+        "ready.set()\ntime.sleep(1)\nprint('the next cell')",  # real: a kernel cell still running
     )
     NotebookClient(
         notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": tmp_path}}

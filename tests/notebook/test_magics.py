@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from _shell import TIME_SCALE, Notebook, assert_short
+from _wait import wait_until
 from IPython.core.completer import provisionalcompleter
 from IPython.core.displaypub import CapturingDisplayPublisher
 
@@ -190,11 +191,11 @@ def test_live_line_ticks_and_its_final_line_stays(nb: Notebook, monkeypatch: pyt
     monkeypatch.setattr(nb.shell, "display_pub", publisher)
     live = Live(nb.shell, "job")
     live.update(Generation(id="g", model_id="m", status="processing"))
-    time.sleep(1.3)
+    time.sleep(1.3)  # real: the display ticker redraws once a wall-clock second
     lines = [o["data"]["text/html"] for o in publisher.outputs]
     assert any("job: processing · 1 s" in line for line in lines), lines
     live.close("done")
-    time.sleep(1.2)
+    time.sleep(1.2)  # real: the display ticker redraws once a wall-clock second
     assert "&#10003; job: done · 1 s" in publisher.outputs[-1]["data"]["text/html"]
 
 
@@ -229,9 +230,7 @@ def _hang_then_forget(nb: Notebook) -> None:
     nb.post("sandbox_faults", {"modelScript": ["hang"]})
 
     def reset() -> None:
-        deadline = time.monotonic() + 10
-        while not nb.sandbox.world.generations.items and time.monotonic() < deadline:
-            time.sleep(0.005)
+        wait_until(lambda: nb.sandbox.world.generations.items, 10, "the generation to start")
         nb.post("sandbox_reset", {})
 
     threading.Thread(target=reset, daemon=True).start()

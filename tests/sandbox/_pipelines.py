@@ -1,16 +1,14 @@
 """Helpers of the pipeline tests: a frozen simulated clock, and bounded polling of a resource."""
 
-import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
+import _wait
 import httpx
 import pytest
 
 from mediagen_nb.sandbox import Sandbox
 
-POLL_LIMIT = 400
 POLL_SECONDS = 30.0
 
 
@@ -28,15 +26,14 @@ class SimClock:
 async def poll(
     api: httpx.AsyncClient, url: str, until: Callable[[dict[str, Any]], bool]
 ) -> list[dict[str, Any]]:
-    """Every ``data`` read of ``url`` until ``until`` holds; bounded in count and in time."""
+    """Every ``data`` read of ``url`` until ``until`` holds; bounded in time."""
     seen = []
-    deadline = time.monotonic() + POLL_SECONDS
-    for _ in range(POLL_LIMIT):
+
+    async def settled() -> bool:
         response = await api.get(url)
         assert response.status_code == 200, response.text
         seen.append(response.json()["data"])
-        if until(seen[-1]):
-            return seen
-        assert time.monotonic() < deadline, f"{url} did not settle: {seen[-1]}"
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{url} did not settle after {POLL_LIMIT} reads: {seen[-1]}")
+        return until(seen[-1])
+
+    await _wait.until(settled, POLL_SECONDS, f"{url} to settle")
+    return seen

@@ -4,13 +4,13 @@ kept), uploads are refused from their declared length, and a client that goes aw
 import gc
 import logging
 import socket
-import time
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
+from _wait import wait_until
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
@@ -128,9 +128,8 @@ class _Records(logging.Handler):
 def _wait_for_requests_to_end(sandbox: Sandbox) -> None:
     """Until the server has no request in hand (it notices a closed socket on its own time)."""
     assert sandbox._server is not None
-    deadline = time.monotonic() + 30
-    while sandbox._server.server_state.tasks and time.monotonic() < deadline:
-        time.sleep(0.05)
+    server = sandbox._server
+    wait_until(lambda: not server.server_state.tasks, 30, "the server's requests to end")
 
 
 def test_a_client_that_goes_away_mid_request_is_no_error(served: Sandbox, http: httpx.Client) -> None:

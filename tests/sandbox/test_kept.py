@@ -11,13 +11,13 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from _wait import wait_until
 
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import DEMO_KEY, kept
@@ -53,12 +53,7 @@ def sandbox_cli(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def gone(pid: int) -> bool:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if not kept._alive(pid):
-            return True
-        time.sleep(0.02)
-    return False
+    return wait_until(lambda: not kept._alive(pid), 10, f"process {pid} to end")
 
 
 def test_two_processes_starting_at_once_get_one_sandbox(home: Path) -> None:

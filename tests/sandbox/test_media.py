@@ -53,7 +53,7 @@ def _count_renders(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[
 
     def counting(spec: MediaSpec) -> bytes:
         calls.append(spec)
-        time.sleep(delay)
+        time.sleep(delay)  # real: a slow render on a worker thread, for readers to overlap
         return real(spec)
 
     monkeypatch.setattr(rendering, "render", counting)
@@ -232,14 +232,12 @@ def test_content_types() -> None:
 # ----------------------------------------------------------------------------------------------- store
 
 
-def test_add_is_fast_lazy_and_deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_add_is_lazy_and_deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _count_renders(monkeypatch)
     store = MediaStore()
     spec = MediaSpec(kind="video", prompt="lazy", seconds=60.0, seed=1, width=320, height=180, audio=True)
-    started = time.perf_counter()
     name = store.add(spec)
-    assert time.perf_counter() - started < 0.05
-    assert calls == []
+    assert calls == []  # lazy: nothing is drawn until the file is read
     assert NAME.fullmatch(name) and name.endswith(".mp4")
     assert store.add(spec) == name
     same = MediaSpec(kind="video", prompt="lazy", seconds=60, seed=1, width=320, height=180, audio=True)
@@ -317,7 +315,7 @@ def test_a_failed_render_reaches_every_reader_and_is_retried(monkeypatch: pytest
     name = store.add(_image_spec(3))
 
     def failing(spec: MediaSpec) -> bytes:
-        time.sleep(0.1)
+        time.sleep(0.1)  # real: the render fails late, while other readers wait on it
         raise RuntimeError("encoder exploded")
 
     monkeypatch.setattr(rendering, "render", failing)

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from _wait import wait_until
 
 from mediagen_nb.protocol import messages, states, wire
 from mediagen_nb.protocol.paths import path
@@ -180,9 +181,7 @@ def test_timers_of_work_in_flight_fire_again_after_a_restart(
         finish_at = first.world.generations.items[started["id"]].finish_at
     assert not bodies
     with Sandbox(config(tmp_path)):  # x600: the rest of the run takes a fraction of a second
-        deadline = time.monotonic() + 30
-        while not bodies and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: bodies, 30, "the webhook of the timer set again")
     assert [b["id"] for b in bodies] == [started["id"]], "the timer set again sent its webhook"
     assert bodies[0]["status"] == states.SUCCEEDED and finish_at > 0
 

@@ -32,9 +32,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.protocol.paths import PATHS
 from mediagen_nb.sandbox.accounts import DEMO_ACCOUNT, VIA_AGENT, Caller, bearer
-from mediagen_nb.sandbox.clock import Clock
 from mediagen_nb.sandbox.responses import ServiceError
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ class OAuthError(Exception):
 class Access:
     """The access tokens and pending codes of one sandbox state."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: SimulatedClock) -> None:
         self.clock = clock
         self.tokens: dict[str, AccessToken] = {}  # by secret
         self._grants: dict[str, Grant] = {}  # by code; never saved (ten minutes)

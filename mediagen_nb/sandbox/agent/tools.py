@@ -10,7 +10,6 @@ holds a tool up to 55 simulated seconds for its work to end, like ``GET /v1/gene
 The same ``idempotencyKey`` again returns what it started, at no charge.
 """
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -91,7 +90,7 @@ async def _until(call: ToolCall, ended: Callable[[], bool], wait: float) -> bool
     left = wait
     while left > 0 and not ended():
         step = min(left, POLL_SECONDS)
-        await call.world.clock.sleep(step)
+        await call.world.clock.wait(step)
         left -= step
     return not ended()
 
@@ -428,7 +427,7 @@ async def call(
     """Run tool ``name``; a refusal raises ServiceError with the service's status and message."""
     fault = world.faults.draw("mcp")
     if fault == "slow":
-        await asyncio.sleep(world.faults.slow_seconds)
+        await world.clock.wait(world.faults.slow_seconds * world.clock.scale)
     elif fault == "429":
         raise ServiceError(429, messages.KEY_RATE_LIMIT if caller.key else messages.TOKEN_RATE_LIMIT)
     elif fault in ("500", "drop"):

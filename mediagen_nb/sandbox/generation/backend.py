@@ -302,11 +302,8 @@ class GenerationBackend:
             raise bad_request(messages.INVALID_GENERATION_ID) from None
         gen = lifecycle.owned(self.items, gen_id, caller, messages.GENERATION_NOT_FOUND)
         self.settle(gen)
-        if wait and gen.status == states.PROCESSING:
-            try:
-                await asyncio.wait_for(gen.done.wait(), timeout=self.world.clock.real(wait))
-            except asyncio.TimeoutError:
-                self.settle(gen)
+        if wait and gen.status == states.PROCESSING and not await self.world.clock.hold(gen.done, wait):
+            self.settle(gen)
         return gen, bool(wait) and gen.status == states.PROCESSING
 
     async def estimate(self, model_id: Any, values: Any) -> Priced:
