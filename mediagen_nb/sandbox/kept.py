@@ -37,6 +37,7 @@ RECORD = "server.json"  # pid, port, address, time scale and version of the runn
 LOG = "sandbox.log"  # what the last kept sandbox printed
 START_LOCK = "start.lock"
 START_TIMEOUT = 60.0  # real seconds a kept sandbox gets to load its state and listen
+HOLDER_WAIT = START_TIMEOUT  # real seconds a sandbox holding the folder gets to answer as the kept one
 STOP_TIMEOUT = 15.0  # real seconds it gets to save and end before it is killed
 INFO_TIMEOUT = 3.0
 
@@ -123,8 +124,8 @@ def ensure(time_scale: float, where: Path | None = None) -> Running:
 
 def _slow(where: Path) -> Running | None:
     """A sandbox that holds the folder's state but did not answer in time (a busy machine): waited for,
-    up to START_TIMEOUT, rather than a second one started on its state. None when none holds it."""
-    deadline = time.monotonic() + START_TIMEOUT
+    up to HOLDER_WAIT, rather than a second one started on its state. None when none holds it."""
+    deadline = time.monotonic() + HOLDER_WAIT
     while not _released(where):
         found = find(where)
         if found is not None or time.monotonic() > deadline:
