@@ -88,12 +88,18 @@ def choose(
     paused: dict[Window, float],
     margin: float,
 ) -> tuple[int, float]:
-    """The choice whose windows all fit a stamp earliest, and that slot."""
+    """The choice whose windows all fit a stamp earliest, and that slot; of choices tied on the slot
+    (slots fall on one grid while windows are busy), the one with the fewest stamps in its windows,
+    so a pool of keys shares its reads instead of the first key taking every tie."""
     slots = [
         earliest(max([now] + [paused[w] for w in choice]), [stamps[w] for w in choice], margin)
         for choice in choices
     ]
-    best = min(range(len(choices)), key=slots.__getitem__)
+
+    def load(index: int) -> int:
+        return sum(sum(1 for at in stamps[w].at if at > now - w.seconds) for w in choices[index])
+
+    best = min(range(len(choices)), key=lambda index: (slots[index], load(index)))
     return best, slots[best]
 
 

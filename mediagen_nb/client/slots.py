@@ -74,12 +74,16 @@ class Stamps:
 def earliest(after: float, windows: Sequence[Stamps], spread: float) -> float:
     """The earliest time, ``after`` or later, at which a stamp with ``spread`` fits every window.
 
-    While any of the windows is busy (a stamp in the last window or ahead), slots are multiples of
-    the shortest gap, on the store's clock: every process's bookings then meet in whole gaps, where
-    stamps put anywhere would leave slivers too short for a request between a key's starts (which
-    the account places) and its reads. An idle window takes a request at once.
+    A stamp in several windows (a start: its key's and the account's) while any of them is busy (a
+    stamp in the last window or ahead) falls on a multiple of the shortest gap, on the store's
+    clock: every process's starts then meet in whole gaps, where stamps put anywhere would leave
+    slivers too short for a request. A stamp in one window (a read) takes the earliest time that
+    fits, on or off the grid, so one caller reading through a pool of keys goes as fast as the pool
+    allows (on the grid, each read would wait for the next whole gap whichever key it took).
+    An idle window takes a request at once.
     """
-    busy = any(window.at and window.at[-1] > after - window.seconds for window in windows)
+    several = len(windows) > 1
+    busy = several and any(window.at and window.at[-1] > after - window.seconds for window in windows)
     gap = min(window.gap for window in windows) if busy else 0.0
     times = {after}
     for window in windows:

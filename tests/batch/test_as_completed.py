@@ -93,7 +93,8 @@ def test_a_live_preview_fills_in_as_rows_finish(make_service: ServiceFactory, tm
     view = handle.preview(live=True, width=120)
     assert view.value.count("<img ") < 12  # drawn at once, before the rows have ended
     out = handle.result(timeout=60)  # waits for the preview's final drawing (a saved notebook keeps it)
-    assert view.drawn.is_set() and view.value.count("<img ") == 12 and all(url in view.value for url in out["output_url"])
+    assert view.drawn.is_set() and view.value.count("<img ") == 12
+    assert all(url in view.value for url in out["output_url"])
     still = handle.preview()  # not live: the gallery of the frame as it is
     assert still._repr_html_().count("<img ") == 12
 

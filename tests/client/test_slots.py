@@ -41,11 +41,10 @@ def test_a_stamp_never_makes_a_window_hold_one_too_many() -> None:
 
 def test_a_spread_delays_the_stamp_a_window_later() -> None:
     """A request that may arrive 0.5 s after its slot counts until then: the stamp a window later
-    waits that long too (to the next whole gap of a busy window), and a new stamp's own spread keeps
-    it a window before the next."""
+    waits that long too, and a new stamp's own spread keeps it a window before the next."""
     stamps = window(2, 10.0, [(0.0, 0.5), (5.0, 0.0)])
     assert stamps.fits(10.5, 0.0) and not stamps.fits(10.4, 0.0)
-    assert earliest(5.0, [stamps], 0.0) == 15.0
+    assert earliest(5.0, [stamps], 0.0) == 10.5
     ahead = window(2, 10.0, [(20.0, 0.0), (25.0, 0.0)])
     assert earliest(0.0, [ahead], 0.0) == 0.0  # two before them, a window earlier, fit: 0 and 5
     assert ahead.fits(14.5, 0.5)  # it may arrive at 15: a window before 25
@@ -53,11 +52,16 @@ def test_a_spread_delays_the_stamp_a_window_later() -> None:
     assert earliest(14.6, [ahead], 0.5) == 30.0  # so after them
 
 
-def test_an_idle_window_takes_a_request_at_once_a_busy_one_in_whole_gaps() -> None:
-    """Off the grid only when idle: a busy window's slots are whole gaps, so no sliver is left."""
-    assert earliest(3.7, [window(60, 60.0, [(-60.0, 0.0)])], 0.0) == 3.7
+def test_a_read_takes_the_earliest_fit_a_start_on_a_busy_window_a_whole_gap() -> None:
+    """A read (one window) goes as early as the rules allow, so one caller reading through a pool of
+    keys is not held to the grid; a start (key and account) on a busy window takes whole gaps, so
+    every process's starts meet without slivers; an idle pair takes a start at once."""
+    idle, account = window(60, 60.0, [(-60.0, 0.0)]), window(60, 60.0, [])
+    assert earliest(3.7, [idle], 0.0) == 3.7
     assert earliest(3.7, [window(60, 60.0, [(3.0, 0.0)])], 0.0) == 4.0
-    assert earliest(3.2, [window(60, 60.0, [(2.1, 0.0)])], 0.0) == 4.0  # 3.1 is no whole gap
+    assert earliest(3.2, [window(60, 60.0, [(2.1, 0.0)])], 0.0) == 3.2  # 3.1 has passed: at once
+    assert earliest(3.7, [idle, account], 0.0) == 3.7
+    assert earliest(3.2, [window(60, 60.0, [(2.1, 0.0)]), account], 0.0) == 4.0  # 3.1 is no whole gap
 
 
 def test_random_bookings_are_the_earliest_that_keep_the_rules() -> None:
