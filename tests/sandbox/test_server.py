@@ -110,6 +110,7 @@ def test_stop_does_not_hang_on_a_long_poll() -> None:
 def test_busy_port_fails_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     """start() on a port in use raises OSError, leaks no socket, and the handle can start elsewhere."""
     unraisable: list[object] = []
+    gc.collect()  # earlier tests' garbage is collected before the hook listens
     monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
     with Sandbox(SandboxConfig(seed=1)) as first:
         assert first.base_url is not None
@@ -120,7 +121,12 @@ def test_busy_port_fails_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
             with pytest.raises(OSError):
                 second.start(port=port)
             gc.collect()
-        assert unraisable == []
+        leaks = [
+            u
+            for u in unraisable
+            if "socket" in repr(getattr(u, "object", "")) + repr(getattr(u, "exc_value", ""))
+        ]
+        assert leaks == [], unraisable
         assert second.base_url is None
         with second:
             assert second.base_url is not None and second.base_url != first.base_url
