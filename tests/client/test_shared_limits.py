@@ -347,10 +347,15 @@ def test_a_lost_redis_falls_back_to_local_limits_with_one_warning(tmp_path: Path
     with pytest.warns(RuntimeWarning, match="lost the shared limits") as caught:
         bookings = [store.reserve([[window]], margin=0.0) for _ in range(3)]
     assert len(caught) == 1 and "secret" not in str(caught[0].message)
-    # still paced, by this machine's file: 2 a window, evenly, so the next slot is half a window on
-    # (beyond the half-window horizon: not booked, asked for again when it comes within it)
+    # still paced, by this machine's file: 2 a window, evenly, so the next slot is half a window on,
+    # booked or (beyond the half-window horizon) asked for again when it comes within it
     assert bookings[0].delay == 0.0
-    assert all(b.index is None and b.at + limits_store.HORIZON >= bookings[0].at + 0.5 for b in bookings[1:])
+
+    def slot(b: limits_store.Booking) -> float:
+        return b.at if b.index is not None else b.at + limits_store.HORIZON
+
+    assert all(slot(b) >= bookings[0].at + 0.5 - 1e-6 for b in bookings[1:])
+    assert sum(b.index is not None for b in bookings) <= 2  # never a third in the window
 
 
 # -- a loaded machine ----------------------------------------------------------------------------
