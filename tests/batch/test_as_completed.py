@@ -61,7 +61,10 @@ def test_on_row_is_called_for_each_row_off_the_sweeps_loop(service: Service, tmp
     finished = threading.Event()
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.05)  # real: a slow callback on the callback thread
+        if not calls:  # the first callback is stuck until the sweep has started every row without it
+            wait_until(
+                lambda: len(service.charges()) == 8, what="every row started while a callback is stuck"
+            )
         calls.append((row.position, threading.current_thread().name))
         if len(calls) == 8:  # before the raise: row 3 may be the last to end
             finished.set()
@@ -93,7 +96,11 @@ def test_a_live_preview_fills_in_as_rows_finish(make_service: ServiceFactory, tm
     view = handle.preview(live=True, width=120)
     assert view.value.count("<img ") < 12  # drawn at once, before the rows have ended
     out = handle.result(timeout=60)  # waits for the preview's final drawing (a saved notebook keeps it)
-    assert view.drawn.is_set() and view.value.count("<img ") == 12 and all(url in view.value for url in out["output_url"])
+    assert (
+        view.drawn.is_set()
+        and view.value.count("<img ") == 12
+        and all(url in view.value for url in out["output_url"])
+    )
     still = handle.preview()  # not live: the gallery of the frame as it is
     assert still._repr_html_().count("<img ") == 12
 
@@ -102,12 +109,15 @@ def test_result_returns_after_every_on_row_callback_has_run(service: Service, tm
     """A slow callback is still working through the rows when the sweep ends: ``result()`` waits for
     it, so every row has been seen when it returns (before: the callbacks still pending were dropped)."""
     seen: list[int] = []
+    handles: list[SweepHandle] = []
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.1)  # real: a slow callback on the callback thread
+        if not seen:  # the first callback is stuck until every row has ended: the rest are still to run
+            wait_until(lambda: handles and handles[0].progress["done"] == 10, what="every row ended")
         seen.append(row.position)
 
-    out = submit(service, frame(10), tmp_path, on_row=on_row).result(timeout=60)
+    handles.append(submit(service, frame(10), tmp_path, on_row=on_row))
+    out = handles[0].result(timeout=60)
     assert sorted(seen) == list(range(10)) and (out["status"] == "succeeded").all()
 
 
