@@ -6,14 +6,14 @@ import asyncio
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
-from _wait import wait_until
+from _wait import loop_settled, wait_until
 
+from mediagen_nb.batch import loop
 from mediagen_nb.batch.handle import RowResult, SweepHandle
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def test_ctrl_c_while_iterating_as_completed_stops_starting_rows(
     charged = service.net_spent()
     assert 10 <= charged < 200
     service.control("sandbox_clock", {"advance": 600})  # time passes for the sandbox: rows in flight end
-    time.sleep(0.5)  # and for the client: a sweep still running would start more rows meanwhile
+    loop_settled(loop.background_loop())  # and the client's loop: a sweep still running would start more
     assert service.net_spent() == charged, "a start was charged after the interrupt"
     out = handle.result()
     assert int(out["credits"].sum()) == charged and (out["status"] == "skipped").sum() > 0
