@@ -3,7 +3,7 @@
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from mediagen_nb.protocol.clock import RealClock
 
@@ -32,6 +32,19 @@ async def until(
             raise AssertionError(f"waited {timeout:g} s for {what}, in vain")
         await asyncio.sleep(POLL)  # real: a server on another thread or loop is doing the work
     return found
+
+
+def loop_settled(loop: asyncio.AbstractEventLoop, timeout: float = 15.0) -> None:
+    """Wait until ``loop`` (on another thread) runs no task but this look: nothing scheduled there can
+    start more work, so what has not happened by now never will."""
+
+    async def others() -> set[asyncio.Task[Any]]:
+        return asyncio.all_tasks() - {asyncio.current_task()}
+
+    def idle() -> bool:
+        return not asyncio.run_coroutine_threadsafe(others(), loop).result(timeout)
+
+    wait_until(idle, timeout, "the loop's tasks to end")
 
 
 async def turns(count: int = 10) -> None:

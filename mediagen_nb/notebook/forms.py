@@ -27,6 +27,7 @@ from mediagen_nb.notebook.live import Ticker, reused_note
 from mediagen_nb.notebook.prices import listed_price, price_inputs, quote, stand_in
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.clock import REAL, Clock
 
 DEBOUNCE_S = 0.6
 # Parameters of Client.generate itself: inputs with these names go in an ``input`` dict instead.
@@ -88,10 +89,10 @@ def _python(value: Any) -> str:
 class _Progress:
     """The status line of a followed run: ``status · elapsed``, moving every second until stopped."""
 
-    def __init__(self, line: widgets.HTML) -> None:
+    def __init__(self, line: widgets.HTML, clock: Clock) -> None:
         self.line = line
         self.status = "starting"
-        self._ticker = Ticker(self._show)
+        self._ticker = Ticker(self._show, clock)
         self._show()
 
     def _show(self) -> None:
@@ -117,12 +118,19 @@ class Form:
     """A model's input form: fields from its schema, live price, Run, progress, result, history and code."""
 
     def __init__(
-        self, model: str | Model, client: Client | None = None, *, debounce: float = DEBOUNCE_S
+        self,
+        model: str | Model,
+        client: Client | None = None,
+        *,
+        debounce: float = DEBOUNCE_S,
+        clock: Clock = REAL,
     ) -> None:
-        """The form of ``model`` (a catalog id or a Model); ``client`` defaults to the current connection."""
+        """The form of ``model`` (a catalog id or a Model); ``client`` defaults to the current connection;
+        ``clock`` times the price's debounce and the progress line."""
         self._client = client
         self.model = model if isinstance(model, Model) else self.client.model(model)
         self.debounce = debounce
+        self.clock = clock
         self._props: Mapping[str, Any] = (
             self.model.properties if isinstance(self.model.properties, Mapping) else {}
         )
@@ -135,8 +143,8 @@ class Form:
         self._running = False
         self._run_lock = threading.Lock()
         self._prices: dict[tuple[tuple[str, str], ...], tuple[int, str]] = {}
-        self._timer: threading.Timer | None = None
-        self._timer_lock = threading.Lock()
+        self._changes = 0  # priced-input changes so far: a pause for a price ends only for the latest
+        self._changes_lock = threading.Lock()
 
         self.header = widgets.HTML(self._header())
         self.price_line = widgets.HTML(self._price_html(listed_price(self.model)))
@@ -328,16 +336,22 @@ class Form:
         """Show the price now when known, else estimate it once typing pauses for ``debounce`` seconds."""
         if self.model.pricing is None:
             return
-        with self._timer_lock:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+        with self._changes_lock:
+            self._changes += 1
+            change = self._changes
             if self._price_key() in self._prices:
                 self._show_price()
                 return
-            self._timer = threading.Timer(self.debounce, self._show_price)
-            self._timer.daemon = True
-            self._timer.start()
+        name = f"mediagen-price-{id(self):x}"
+        threading.Thread(target=self._price_after_pause, args=(change,), name=name, daemon=True).start()
+
+    def _price_after_pause(self, change: int) -> None:
+        """Estimate the price once ``debounce`` seconds of the clock pass with no newer change."""
+        self.clock.sleep(self.debounce)
+        with self._changes_lock:
+            if change != self._changes:
+                return
+        self._show_price()
 
     # -- running -------------------------------------------------------------------------------
 
@@ -365,7 +379,7 @@ class Form:
             self._fail(error)
             raise error
         self.result.value = ""
-        progress = _Progress(self.status)
+        progress = _Progress(self.status, self.clock)
         try:
             with via("form"):
                 if wait:
@@ -450,9 +464,8 @@ class Form:
 
     def close(self) -> None:
         """Cancel a pending price estimate and close the form's widget."""
-        with self._timer_lock:
-            if self._timer is not None:
-                self._timer.cancel()
+        with self._changes_lock:
+            self._changes += 1
         self.widget.close()
 
 

@@ -6,32 +6,36 @@ elapsed time of this line and of a form's progress line.
 """
 
 import threading
-import time
 from collections.abc import Callable
 from html import escape
 from typing import Any
+
+from mediagen_nb.protocol.clock import REAL, Clock
 
 TICK_SECONDS = 1.0  # how often a status line's elapsed time moves
 
 
 class Ticker:
-    """Redraws a status line every ``TICK_SECONDS`` on a thread of its own, from its start until
-    :meth:`stop`; after that no tick draws over the final line."""
+    """Redraws a status line every ``TICK_SECONDS`` of ``clock`` on a thread of its own (``thread``),
+    from its start until :meth:`stop`; after that no tick draws over the final line."""
 
-    def __init__(self, draw: Callable[[], None]) -> None:
-        self.started = time.monotonic()
+    def __init__(self, draw: Callable[[], None], clock: Clock = REAL) -> None:
+        self.clock = clock
+        self.started = clock.monotonic()
         self._draw = draw
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        threading.Thread(target=self._tick, name="mediagen-ticker", daemon=True).start()
+        self.thread = threading.Thread(target=self._tick, name="mediagen-ticker", daemon=True)
+        self.thread.start()
 
     @property
     def elapsed(self) -> float:
         """Seconds since the line started."""
-        return time.monotonic() - self.started
+        return self.clock.monotonic() - self.started
 
     def _tick(self) -> None:
-        while not self._stop.wait(TICK_SECONDS):
+        while not self._stop.is_set():
+            self.clock.sleep(TICK_SECONDS)
             with self._lock:
                 if not self._stop.is_set():
                     self._draw()
@@ -69,12 +73,14 @@ def is_rich(shell: Any) -> bool:
 
 
 class Live:
-    """A status line that shows ``title``, the latest status and the seconds since it started."""
+    """A status line that shows ``title``, the latest status and the seconds of ``clock`` since it
+    started."""
 
-    def __init__(self, shell: Any, title: str) -> None:
+    def __init__(self, shell: Any, title: str, clock: Clock = REAL) -> None:
         self.title = title
         self.status = "starting"
-        self.started = time.monotonic()
+        self.clock = clock
+        self.started = clock.monotonic()
         self._handle = None
         self._ticker: Ticker | None = None
         if is_rich(shell):
@@ -82,10 +88,10 @@ class Live:
 
             self._html = HTML
             self._handle = display(HTML(self._line()), display_id=True)
-            self._ticker = Ticker(self._show)
+            self._ticker = Ticker(self._show, clock)
 
     def _line(self, icon: str = "&#8987;") -> str:
-        elapsed = time.monotonic() - self.started
+        elapsed = self.clock.monotonic() - self.started
         return (
             f'<div style="font-family:sans-serif;font-size:13px;color:#555">{icon} '
             f"{escape(self.title)}: {escape(self.status)} · {elapsed:.0f} s</div>"

@@ -6,14 +6,14 @@ import asyncio
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
-from _wait import wait_until
+from _wait import loop_settled, wait_until
 
+from mediagen_nb.batch import loop
 from mediagen_nb.batch.handle import RowResult, SweepHandle
 
 if TYPE_CHECKING:
@@ -61,7 +61,10 @@ def test_on_row_is_called_for_each_row_off_the_sweeps_loop(service: Service, tmp
     finished = threading.Event()
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.05)  # real: a slow callback on the callback thread
+        if not calls:  # the first callback is stuck until the sweep has started every row without it
+            wait_until(
+                lambda: len(service.charges()) == 8, what="every row started while a callback is stuck"
+            )
         calls.append((row.position, threading.current_thread().name))
         if len(calls) == 8:  # before the raise: row 3 may be the last to end
             finished.set()
@@ -103,12 +106,15 @@ def test_result_returns_after_every_on_row_callback_has_run(service: Service, tm
     """A slow callback is still working through the rows when the sweep ends: ``result()`` waits for
     it, so every row has been seen when it returns (before: the callbacks still pending were dropped)."""
     seen: list[int] = []
+    handles: list[SweepHandle] = []
 
     def on_row(row: RowResult) -> None:
-        time.sleep(0.1)  # real: a slow callback on the callback thread
+        if not seen:  # the first callback is stuck until every row has ended: the rest are still to run
+            wait_until(lambda: handles and handles[0].progress["done"] == 10, what="every row ended")
         seen.append(row.position)
 
-    out = submit(service, frame(10), tmp_path, on_row=on_row).result(timeout=60)
+    handles.append(submit(service, frame(10), tmp_path, on_row=on_row))
+    out = handles[0].result(timeout=60)
     assert sorted(seen) == list(range(10)) and (out["status"] == "succeeded").all()
 
 
@@ -136,7 +142,7 @@ def test_ctrl_c_while_iterating_as_completed_stops_starting_rows(
     charged = service.net_spent()
     assert 10 <= charged < 200
     service.control("sandbox_clock", {"advance": 600})  # time passes for the sandbox: rows in flight end
-    time.sleep(0.5)  # and for the client: a sweep still running would start more rows meanwhile
+    loop_settled(loop.background_loop())  # and the client's loop: a sweep still running would start more
     assert service.net_spent() == charged, "a start was charged after the interrupt"
     out = handle.result()
     assert int(out["credits"].sum()) == charged and (out["status"] == "skipped").sum() > 0

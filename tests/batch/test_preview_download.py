@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -86,14 +85,16 @@ def test_download_saves_files_concurrently_and_adds_local_path(
     assert sorted(out["status"]) == ["failed"] + ["succeeded"] * 9
     lost = int(out.index[out["status"] == "failed"][0])
     in_flight = {"now": 0, "most": 0}
-    original, counting = httpx.Client.send, threading.Lock()
+    original, counting, overlapped = httpx.Client.send, threading.Lock(), threading.Event()
 
     def counted(self: httpx.Client, request: httpx.Request, **kwargs: Any) -> httpx.Response:
         with counting:
             in_flight["now"] += 1
             in_flight["most"] = max(in_flight["most"], in_flight["now"])
+            if in_flight["now"] > 1:
+                overlapped.set()
         try:
-            time.sleep(0.01)  # hold the slot a moment so overlapping downloads are seen
+            overlapped.wait(5)  # hold the slot until another download is in flight too (one at a time: never)
             return original(self, request, **kwargs)
         finally:
             with counting:

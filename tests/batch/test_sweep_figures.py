@@ -96,15 +96,14 @@ ROWS = 150
 TIME_SCALE = 120.0
 CHILD = textwrap.dedent(
     """
-    import os, sys, time
+    import sys
     import pandas as pd
     import mediagen_nb  # registers df.mediagen
 
-    ledger, rows, go = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    ledger, rows = sys.argv[1], int(sys.argv[2])
     df = pd.DataFrame({"prompt": [f"a harbour at dawn, take {i}" for i in range(rows)]})
     print("READY", flush=True)
-    while not os.path.exists(go):  # both start their sweeps at once
-        time.sleep(0.001)  # real: a child process waits for the go file
+    sys.stdin.readline()  # both start their sweeps at once, when told
     handle = df.mediagen.submit("flare-1-swift", ledger=ledger, run_name="shared", progress=False)
     out = handle.result()
     print("PROGRESS", dict(handle.progress))
@@ -142,12 +141,12 @@ def test_two_processes_on_one_sweep_each_claim_only_their_own_starts(
     service = make_service(time_scale=TIME_SCALE)
     ledger, script = tmp_path / "ledger.sqlite", tmp_path / "sweep.py"
     script.write_text(CHILD)
-    go = tmp_path / "go"
     children = [
         subprocess.Popen(
-            [sys.executable, str(script), str(ledger), str(ROWS), str(go)],
+            [sys.executable, str(script), str(ledger), str(ROWS)],
             env=child_env(service),
             cwd=tmp_path,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -158,7 +157,10 @@ def test_two_processes_on_one_sweep_each_claim_only_their_own_starts(
         assert child.stdout is not None
         line = child.stdout.readline()
         assert line.startswith("READY"), line + child.stdout.read()[-3000:]
-    go.touch()
+    for child in children:  # go
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
     outs = []
     for child in children:
         out, _ = child.communicate(timeout=150)

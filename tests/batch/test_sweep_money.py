@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pandas as pd
 import pytest
-from _wait import wait_until
+from _wait import loop_settled, wait_until
 
 import mediagen_nb as mg
 from mediagen_nb.batch import loop
@@ -92,7 +92,7 @@ def test_a_bad_unicode_row_is_invalid_and_the_others_run(service: Service, tmp_p
         "prompt holds a character that cannot be sent"
     )
     assert int(out["credits"].sum()) == service.net_spent() == 59
-    time.sleep(1.0)  # real: no start may come after run() returned, on any thread
+    loop_settled(loop.background_loop())  # no start may come after run() returned
     assert service.net_spent() == 59, "charged after run() returned"
 
 
@@ -117,7 +117,7 @@ def test_ctrl_c_of_a_200_row_run_shows_every_charge(make_service: ServiceFactory
     charged = service.net_spent()
     assert int(out["credits"].sum()) == charged
     assert (out.loc[out["status"] == "processing", "credits"] == 1).all()  # in flight: shown as charged
-    time.sleep(1.0)  # real: no start may come after run() returned, on any thread
+    loop_settled(loop.background_loop())  # no start may come after run() returned
     assert service.net_spent() == charged, "a start was charged after run() returned"
     again = sweep(service.client, df, ledger)
     assert (again["status"] == "succeeded").all() and service.net_spent() == 200

@@ -18,7 +18,6 @@ Both use the harness of ``_harness.py`` (Debian's chromium, never ``playwright i
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from _harness import (
     run_all,
     shutdown_kernels,
 )
+from _wait import wait_until
 from playwright.sync_api import Locator, Page, expect
 
 NAME = "saved-and-reopened.ipynb"
@@ -109,13 +109,12 @@ def saved(lab: Lab, browser: Any, artifacts: Path) -> Path:
 
 def wait_for_widget_state(path: Path) -> None:
     """Wait (bounded) until the file on disk holds every output and the widgets' saved state."""
-    deadline = time.monotonic() + SAVE_TIMEOUT_S
-    while time.monotonic() < deadline:
+
+    def saved_state() -> Any:
         metadata = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
-        if metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state"):
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"{path.name} was not saved with widget state within {SAVE_TIMEOUT_S} s")
+        return metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+
+    wait_until(saved_state, SAVE_TIMEOUT_S, f"{path.name} saved with widget state")
 
 
 def test_a_saved_notebook_reopened_shows_every_preview(

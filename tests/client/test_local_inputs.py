@@ -9,10 +9,10 @@ import hashlib
 import io
 import json
 import pickle
-import time
 import traceback
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +208,10 @@ def test_a_rerun_after_a_restart_reuses_the_generation_made_from_an_s3_file(
     made = client.run("zonos2", {"text": "Hello, once", "audio": sample}, reuse=True)
     monkeypatch.setattr(PROCESS.uploaded, "urls", {})  # a new kernel: nothing remembered, signed again
     monkeypatch.setattr(PROCESS.uploaded, "sources", {})
-    time.sleep(1.1)  # a signature a second later is another URL
+    import botocore.auth  # s3fs signs with botocore: its clock, a second on
+
+    signed_now = botocore.auth.get_current_datetime
+    monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: signed_now() + timedelta(seconds=1))
     again = client.run("zonos2", {"text": "Hello, once", "audio": str(sample)}, reuse=True)
     assert again.id == made.id and again.reused
     assert charges(served)[made.id] == 10  # charged once, for 20 s

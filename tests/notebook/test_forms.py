@@ -5,7 +5,6 @@ requests are counted with an httpx event hook, so "no request" means none left t
 """
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from html import escape
 from pathlib import Path
@@ -24,6 +23,7 @@ from mediagen_nb.notebook.forms import Form, form, listed_price, main_text_field
 from mediagen_nb.notebook.parsing import parse_fields, split
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.clock import ManualClock
 from mediagen_nb.protocol.schema import media_kind
 
 
@@ -88,6 +88,18 @@ def sample(sb: Sandbox, name: str) -> str:
 
 def wait_for(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     wait_until(condition, timeout, "the form's condition")
+
+
+def pauses(f: Form) -> list[threading.Thread]:
+    """The form's pauses before a price estimate that have not ended yet."""
+    return [t for t in threading.enumerate() if t.name == f"mediagen-price-{id(f):x}"]
+
+
+def end_pauses(f: Form, clock: ManualClock) -> None:
+    """Let the debounce time pass once every pending pause waits on ``clock``, and wait for them to end."""
+    wait_for(lambda: len(clock.pending()) == len(pauses(f)))
+    clock.advance(f.debounce)
+    wait_for(lambda: not pauses(f))
 
 
 def expected_kind(prop: dict[str, Any]) -> str:
@@ -226,12 +238,13 @@ def test_validation_of_lists_and_length_billed_media(make: Callable[..., Form], 
 def test_flat_price_sends_no_request(counted: tuple[Client, Requests]) -> None:
     client, requests = counted
     model = next(m for m in client.models() if m.pricing is None)
-    f = Form(model.id, client=client, debounce=0.01)
+    clock = ManualClock()
+    f = Form(model.id, client=client, debounce=0.01, clock=clock)
     try:
         requests.clear()
         assert f.price() == (model.credits, f"{model.credits} credits per run")
         f.set(**{main_text_field(model): "a quiet harbour at dawn"})
-        time.sleep(0.2)  # real: the form's debounce timer runs on wall time
+        end_pauses(f, clock)
         assert f.price()[0] == model.credits
         assert requests.seen == []
         assert f"{model.credits} credits per run" in f.price_line.value
@@ -264,16 +277,19 @@ def test_priced_model_estimates_once_per_priced_value(counted: tuple[Client, Req
 
 def test_live_price_is_debounced(counted: tuple[Client, Requests]) -> None:
     client, requests = counted
-    f = Form("gpt-image-2", client=client, debounce=0.3)
+    clock = ManualClock()
+    f = Form("gpt-image-2", client=client, debounce=0.3, clock=clock)
     try:
         for word in ("A", "A studio", "A studio portrait"):
             f.set(prompt=word)
         f.set(quality="low")
-        wait_for(lambda: "3 credits" in f.price_line.value)
-        time.sleep(0.4)  # real: the form's debounce timer runs on wall time
+        assert requests.to("/estimate") == 0  # typing has not paused yet
+        end_pauses(f, clock)
+        assert "3 credits" in f.price_line.value
         assert requests.to("/estimate") == 1  # one estimate after typing paused
         f.set(quality="high")
-        wait_for(lambda: "25 credits" in f.price_line.value)
+        end_pauses(f, clock)
+        assert "25 credits" in f.price_line.value
         f.set(quality="low")  # known already: shown at once, no request
         assert "3 credits" in f.price_line.value
         assert requests.to("/estimate") == 2

@@ -10,7 +10,6 @@ import getpass
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from mediagen_nb.client import Estimate, Generation, Model, ReplicationRun, Shor
 from mediagen_nb.notebook.live import Live, describe
 from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol.clock import ManualClock
 from mediagen_nb.protocol.paths import PATHS
 
 TIKTOK = "https://www.tiktok.com/@demo/video/7301"  # a platform link: the sandbox downloads nothing
@@ -189,13 +189,23 @@ def test_live_line_ticks_and_its_final_line_stays(nb: Notebook, monkeypatch: pyt
     monkeypatch.setattr(nb.shell, "kernel", object(), raising=False)
     publisher = CapturingDisplayPublisher()
     monkeypatch.setattr(nb.shell, "display_pub", publisher)
-    live = Live(nb.shell, "job")
+    clock = ManualClock()
+    live = Live(nb.shell, "job", clock=clock)
+    assert live._ticker is not None
     live.update(Generation(id="g", model_id="m", status="processing"))
-    time.sleep(1.3)  # real: the display ticker redraws once a wall-clock second
-    lines = [o["data"]["text/html"] for o in publisher.outputs]
-    assert any("job: processing · 1 s" in line for line in lines), lines
+    wait_until(clock.pending, what="the ticker waiting for its next second")
+    clock.advance(1.0)
+    wait_until(
+        lambda: any("job: processing · 1 s" in o["data"]["text/html"] for o in publisher.outputs),
+        what="the tick of the first second",
+    )
+    wait_until(clock.pending, what="the ticker waiting for its next second")
     live.close("done")
-    time.sleep(1.2)  # real: the display ticker redraws once a wall-clock second
+    drawn = len(publisher.outputs)
+    clock.advance(1.2)  # the ticker's next second comes after the close
+    live._ticker.thread.join(timeout=15)
+    assert not live._ticker.thread.is_alive(), "the ticker goes on after close"
+    assert len(publisher.outputs) == drawn  # no tick drew over the final line
     assert "&#10003; job: done · 1 s" in publisher.outputs[-1]["data"]["text/html"]
 
 
