@@ -1,17 +1,20 @@
 """Shared fixtures: a fresh sandbox per test, reached over real HTTP (in-process ASGI or uvicorn)."""
 
 import os
+import ssl
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
+import httpx._transports.default
 import pytest
 from _spellings import SPELLINGS, names_file
 
 from mediagen_nb.client import connection, settings
 from mediagen_nb.client.context import PROCESS
-from mediagen_nb.protocol import wire
+from mediagen_nb.protocol import tls, wire
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, kept
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
@@ -31,6 +34,20 @@ os.environ["XDG_CACHE_HOME"] = str(SESSION_HOME / ".cache")
 # The limiters' shared windows go to a file of this test session (and its kernels and subprocesses),
 # not the user's cache: a test run never waits on, or for, the user's own work.
 os.environ[settings.ENV_LIMITS_URL] = str(Path(tempfile.mkdtemp(prefix="mediagen-limits-")) / "limits.sqlite")
+
+# The tests make thousands of httpx clients of their own (httpx.get, httpx.Client() against a served
+# sandbox); each would load the CA bundle again (about 30 ms of CPU, an eighth of the suite's CPU on
+# a 2-core machine). They share the package's one context (protocol/tls.py), as its own clients do.
+_create_ssl_context = httpx._transports.default.create_ssl_context
+
+
+def _shared_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> ssl.SSLContext:
+    if verify is True and cert is None and trust_env:
+        return tls.context()
+    return _create_ssl_context(verify=verify, cert=cert, trust_env=trust_env)
+
+
+httpx._transports.default.create_ssl_context = _shared_ssl_context
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

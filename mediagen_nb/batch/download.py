@@ -28,6 +28,7 @@ import pandas as pd
 from mediagen_nb.client import files
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import save
+from mediagen_nb.protocol import tls
 
 CONCURRENT = 8
 
@@ -173,7 +174,10 @@ def _fetch_all(
         if bar is not None:
             bar.update(1)
 
-    with httpx.Client(follow_redirects=True, timeout=120) as http, ThreadPoolExecutor(CONCURRENT) as pool:
+    with (
+        httpx.Client(follow_redirects=True, timeout=120, verify=tls.context()) as http,
+        ThreadPoolExecutor(CONCURRENT) as pool,
+    ):
         for done in [pool.submit(one, http, p, job) for p, job in jobs.items()]:
             done.result()
     if bar is not None:

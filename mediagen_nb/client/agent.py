@@ -24,6 +24,7 @@ from mediagen_nb.client.config import BearerAuth, Secret, Settings, on_this_mach
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.steps import Op, Pause, Record
+from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.clock import Clock
 from mediagen_nb.protocol.paths import path
 
@@ -156,7 +157,9 @@ async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> 
     auth = BearerAuth(credential)
     try:
         async with (
-            httpx.AsyncClient(auth=auth, timeout=TIMEOUT, follow_redirects=False) as http,
+            httpx.AsyncClient(
+                auth=auth, timeout=TIMEOUT, follow_redirects=False, verify=tls.context()
+            ) as http,
             streamable_http.streamable_http_client(url, http_client=http) as (read, write, _),
             client_session(read, write, message_handler=stop_on_failure) as session,
         ):

@@ -22,6 +22,7 @@ from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.agent import Usage, check_usage
 from mediagen_nb.client.clients import BaseClient
 from mediagen_nb.client.connection import current
+from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.paths import path
 
 MONTH = re.compile(r"\d{4}-\d{2}")
@@ -165,7 +166,9 @@ def balance(client: BaseClient | None = None, *, ledger: "ledgers.Ledger | str |
 def _sandbox_month(base_url: str) -> str | None:
     """The calendar month of a sandbox's simulated clock (its ``/_sandbox/info``); None if it says none."""
     try:
-        now = httpx.get(base_url + path("sandbox_info"), timeout=10, follow_redirects=False).json()
+        now = httpx.get(
+            base_url + path("sandbox_info"), timeout=10, follow_redirects=False, verify=tls.context()
+        ).json()
         month = now["data"]["now"][:7]
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return None

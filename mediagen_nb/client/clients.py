@@ -30,6 +30,7 @@ from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.steps import Call, Op, Record
 from mediagen_nb.client.videos import Videos
+from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.clock import REAL, Clock
 
 # Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
@@ -193,7 +194,9 @@ class Client(BaseClient):
         **options: Any,
     ) -> None:
         super().__init__(api_key, **options)
-        self._http = http_client or httpx.Client(transport=transport, follow_redirects=True, limits=POOL)
+        self._http = http_client or httpx.Client(
+            transport=transport, follow_redirects=True, limits=POOL, verify=tls.context()
+        )
         self._owns_http = http_client is None
 
     @classmethod
@@ -254,7 +257,9 @@ class AsyncClient(BaseClient):
         **options: Any,
     ) -> None:
         super().__init__(api_key, **options)
-        self._http = http_client or httpx.AsyncClient(transport=transport, follow_redirects=True, limits=POOL)
+        self._http = http_client or httpx.AsyncClient(
+            transport=transport, follow_redirects=True, limits=POOL, verify=tls.context()
+        )
         self._owns_http = http_client is None
 
     @classmethod

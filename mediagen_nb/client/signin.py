@@ -22,6 +22,7 @@ from mediagen_nb.client.agent import mcp_url
 from mediagen_nb.client.config import Secret, on_this_machine
 from mediagen_nb.client.connection import current
 from mediagen_nb.client.context import PROCESS
+from mediagen_nb.protocol import tls
 
 CLIENT_ID = "mediagen-nb"
 OUT_OF_BAND = "urn:ietf:wg:oauth:2.0:oob"
@@ -57,7 +58,7 @@ def endpoints(server: str) -> tuple[str, str]:
     """The sign-in page and token endpoint of the agent server at ``server``, from its metadata."""
     parts = urlsplit(server)
     origin = f"{parts.scheme}://{parts.netloc}"
-    with httpx.Client(timeout=TIMEOUT, follow_redirects=False) as http:
+    with httpx.Client(timeout=TIMEOUT, follow_redirects=False, verify=tls.context()) as http:
         resource = _document(http, f"{origin}/.well-known/oauth-protected-resource{parts.path}")
         issuers = resource.get("authorization_servers")
         issuer = _checked(
@@ -94,7 +95,9 @@ def sign_in(*, read: Callable[[str], str] = input, show: Callable[[str], None] =
         "redirect_uri": OUT_OF_BAND,
     }
     try:
-        answer = httpx.post(token_endpoint, data=form, timeout=TIMEOUT, follow_redirects=False)
+        answer = httpx.post(
+            token_endpoint, data=form, timeout=TIMEOUT, follow_redirects=False, verify=tls.context()
+        )
     except httpx.TransportError as exc:
         raise errors.ConnectionFailed(f"cannot reach {token_endpoint}: {type(exc).__name__}") from None
     body = answer.json() if answer.headers.get("content-type", "").startswith("application/json") else {}

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from mediagen_nb.client.errors import ConfigurationError, DownloadFailed, MediagenError, ServiceResponseError
+from mediagen_nb.protocol import tls
 
 MAX_BODY = 32 * 2**20  # bytes; the service's answers are JSON of kilobytes, the catalog well under 1 MB
 _DROPPED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
@@ -156,7 +157,9 @@ def _failed(url: str, exc: Exception) -> DownloadFailed:
 def fetch(url: str, timeout: float = 300.0, limit: int = MAX_MEDIA) -> bytes:
     """The bytes at a media URL (an output), following redirects; DownloadFailed past ``limit``."""
     try:
-        with httpx.stream("GET", _media_url(url), follow_redirects=True, timeout=timeout) as response:
+        with httpx.stream(
+            "GET", _media_url(url), follow_redirects=True, timeout=timeout, verify=tls.context()
+        ) as response:
             response.raise_for_status()
             chunks, size = [], 0
             for chunk in response.iter_bytes():

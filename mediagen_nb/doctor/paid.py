@@ -20,7 +20,7 @@ from mediagen_nb.client.config import Settings
 from mediagen_nb.client.resources import Generation, Model
 from mediagen_nb.doctor.checks import REPORT, Result, credits, minimal_input
 from mediagen_nb.doctor.probe import Exchange, Probe
-from mediagen_nb.protocol import states
+from mediagen_nb.protocol import states, tls
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.protocol.schema import media_kind
 
@@ -94,7 +94,7 @@ def paid(settings: Settings, probe: Probe, model: Model, runs: int, scratch: Pat
     keys = [f"mediagen-doctor-{session}-{n}" for n in range(1, runs + 1)]
     values = minimal_input(model)
     with (
-        httpx.Client(event_hooks=_recording(probe, check)) as http,
+        httpx.Client(event_hooks=_recording(probe, check), verify=tls.context()) as http,
         Client(settings=settings, http_client=http) as client,
     ):
         try:

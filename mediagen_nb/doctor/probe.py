@@ -16,6 +16,7 @@ import httpx
 
 from mediagen_nb.client.config import BearerAuth, Secret
 from mediagen_nb.client.errors import MASKED, mask
+from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.paths import path
 
 TIMEOUT = 30.0
@@ -83,7 +84,7 @@ class Probe:
         self.key = key
         self.record = record
         self.exchanges: list[Exchange] = []
-        self._http = httpx.Client(timeout=TIMEOUT, transport=transport)
+        self._http = httpx.Client(timeout=TIMEOUT, transport=transport, verify=tls.context())
         if record is not None:
             record.mkdir(parents=True, exist_ok=True)
 

@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import formats, limits, messages, schema
+from mediagen_nb.protocol import formats, limits, messages, schema, tls
 from mediagen_nb.sandbox.media import measure_seconds, vector
 from mediagen_nb.sandbox.responses import bad_request
 
@@ -61,7 +61,7 @@ async def download(url: str, own_files: OwnFiles) -> bytes:
         raise Unreachable(url)
     try:
         async with (
-            httpx.AsyncClient(timeout=15, follow_redirects=True) as client,
+            httpx.AsyncClient(timeout=15, follow_redirects=True, verify=tls.context()) as client,
             client.stream("GET", url) as response,
         ):
             if response.status_code != 200:

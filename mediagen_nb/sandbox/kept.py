@@ -28,6 +28,7 @@ import httpx
 from filelock import FileLock
 
 from mediagen_nb import __version__
+from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.paths import path
 
 # Light on purpose: a client that finds the running sandbox loads none of the server (state.py and the
@@ -82,7 +83,7 @@ def _record(where: Path) -> dict[str, Any] | None:
 
 def _get(url: str) -> Any:
     """GET a control of the kept sandbox on loopback (never through a proxy); its ``data``."""
-    with httpx.Client(trust_env=False, timeout=INFO_TIMEOUT) as http:
+    with httpx.Client(trust_env=False, timeout=INFO_TIMEOUT, verify=tls.context()) as http:
         return http.get(url).raise_for_status().json()["data"]
 
 
@@ -244,7 +245,7 @@ def reset(where: Path | None = None) -> Running | None:
     with FileLock(where / START_LOCK, timeout=START_TIMEOUT):
         found = find(where)
         if found is not None:
-            with httpx.Client(trust_env=False, timeout=INFO_TIMEOUT * 10) as http:
+            with httpx.Client(trust_env=False, timeout=INFO_TIMEOUT * 10, verify=tls.context()) as http:
                 http.post(found.base_url + path("sandbox_reset")).raise_for_status()
             return find(where)
         from mediagen_nb.sandbox import state

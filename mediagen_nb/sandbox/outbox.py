@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import messages
+from mediagen_nb.protocol import messages, tls
 from mediagen_nb.sandbox.responses import bad_request
 
 USER_AGENT = "Service-Webhook/1"
@@ -121,7 +121,7 @@ class Outbox:
 
     async def _post(self, entry: dict[str, Any], body: bytes) -> None:
         try:
-            async with httpx.AsyncClient(timeout=10) as client:
+            async with httpx.AsyncClient(timeout=10, verify=tls.context()) as client:
                 response = await client.post(entry["url"], content=body, headers=entry["headers"])
             entry["delivered"], entry["receiverStatus"] = True, response.status_code
         except (httpx.HTTPError, httpx.InvalidURL) as exc:

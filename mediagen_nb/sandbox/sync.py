@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import wire
+from mediagen_nb.protocol import tls, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.catalog import BUNDLED, Catalog
 from mediagen_nb.sandbox.catalog import snapshot as snapshots
@@ -95,7 +95,9 @@ def sync(
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SyncError(f"{base_url!r} is not an http(s) address such as https://api.example.com")
-    with httpx.Client(timeout=TIMEOUT, transport=transport, follow_redirects=True) as http:
+    with httpx.Client(
+        timeout=TIMEOUT, transport=transport, follow_redirects=True, verify=tls.context()
+    ) as http:
         answers = fetch(base_url, names, http)
     taken = now()
     meta = {

@@ -5,9 +5,10 @@
   ``avatar_say`` mean; ``usage.py``: ``check_usage``'s figures from the ledger; ``access.py``: who may
   call (API keys, and the minimal OAuth sign-in of agent clients).
 * The SDK is an optional extra (``pip install 'mediagen-nb[agent]'``): without it the sandbox serves
-  everything else, and ``/mcp`` answers 501 saying how to enable it. The SDK takes seconds to import,
-  so a served sandbox loads it in the background once it listens (:class:`Loading`): nothing else
-  waits for it, and only a first ``/mcp`` request may.
+  everything else, and ``/mcp`` answers 501 saying how to enable it. The SDK takes a second or more
+  of CPU to import (it builds jsonschema's grammars), so a sandbox loads it on its first ``/mcp``
+  request (:class:`Loading`), off its event loop: a sandbox no agent calls never pays for it, and
+  nothing but that first request waits.
 """
 
 import asyncio
@@ -48,28 +49,30 @@ class Missing:
 
 
 class Loading:
-    """``/mcp`` with the SDK: its server is imported and run in the background while the sandbox's lifespan
-    runs; a request waits until it serves (or answers why it cannot)."""
+    """``/mcp`` with the SDK: its server is imported and started on the first ``/mcp`` request and runs
+    until the sandbox's lifespan ends; requests wait until it serves (or answer why it cannot)."""
 
     def __init__(self) -> None:
         self.endpoint: Agent | None = None
         self.ready: asyncio.Event | None = None  # set once the server runs, or could not load
         self.failure: str | None = None
+        self._stop: asyncio.Event | None = None  # set while the lifespan runs
+        self._task: asyncio.Task[None] | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        ready, stop = asyncio.Event(), asyncio.Event()
-        self.ready, self.failure = ready, None
-        task = asyncio.get_running_loop().create_task(self._serve(ready, stop))
+        self._stop, self.ready, self.failure, self._task = asyncio.Event(), asyncio.Event(), None, None
         try:
             yield
         finally:
-            stop.set()
-            if not ready.is_set():  # still importing: the thread finishes on its own
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            self.ready = None
+            self._stop.set()
+            task, self._task = self._task, None
+            if task is not None:
+                if not self.ready.is_set():  # still importing: the thread finishes on its own
+                    task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            self._stop = self.ready = None
 
     async def _serve(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
         try:
@@ -88,8 +91,11 @@ class Loading:
                 self.endpoint = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.ready is not None:
-            await self.ready.wait()
+        ready, stop = self.ready, self._stop
+        if ready is not None and stop is not None:
+            if self._task is None:  # the first /mcp request of this lifespan starts the server
+                self._task = asyncio.get_running_loop().create_task(self._serve(ready, stop))
+            await ready.wait()
         if self.endpoint is not None:
             await self.endpoint(scope, receive, send)
         elif self.failure is not None:
