@@ -147,7 +147,7 @@ def test_ctrl_c_while_iterating_as_completed_stops_starting_rows(
     out = handle.result()
     assert int(out["credits"].sum()) == charged and (out["status"] == "skipped").sum() > 0
 
-    other = submit(service, frame(200).assign(prompt=lambda df: df["prompt"] + ", again"), tmp_path)
+    other = submit(service, frame(20).assign(prompt=lambda df: df["prompt"] + ", again"), tmp_path)
     for _ in other.as_completed(timeout=60):
         break  # leaving the loop is not a Ctrl-C: the sweep goes on to the end
     assert (other.result(timeout=120)["status"] == "succeeded").all()

@@ -27,9 +27,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 @pytest.fixture
-def real_time_sandbox() -> Iterator[Sandbox]:
-    """A served sandbox at real speed (time x1), so a key's 60 requests a minute really bind."""
-    with Sandbox(time_scale=1, seed=1) as sandbox:
+def manual_sandbox() -> Iterator[Sandbox]:
+    """A served sandbox on a manual clock: a key's 60 requests a minute bind on simulated minutes, which
+    its clients' pauses move (``Sandbox.stepping_clock``), so a test waits no real minute."""
+    with Sandbox(clock="manual", seed=1) as sandbox:
         yield sandbox
 
 
@@ -120,9 +121,9 @@ def test_without_key_or_url_the_embedded_sandbox_is_used_and_announced_once() ->
     assert [line for line in lines if line != notice] == ["succeeded", "True True"]
 
 
-def test_a_pool_of_two_keys_shares_the_reads(real_time_sandbox: Sandbox) -> None:
+def test_a_pool_of_two_keys_shares_the_reads(manual_sandbox: Sandbox) -> None:
     """Two keys of one account: Settings.keys has both, and more reads than one key allows use both."""
-    sandbox = real_time_sandbox
+    sandbox = manual_sandbox
     base_url = sandbox.base_url
     assert base_url is not None
     made = [
@@ -130,7 +131,9 @@ def test_a_pool_of_two_keys_shares_the_reads(real_time_sandbox: Sandbox) -> None
     ]
     records = [response.json()["data"] for response in made]
     secrets = [str(r["key"]) for r in records]
-    with Client(secrets, base_url=base_url, limits=Limits(time_scale=1)) as client:
+    clock = sandbox.stepping_clock()
+    begun = clock.now()
+    with Client(secrets, base_url=base_url, limits=Limits(time_scale=1), clock=clock) as client:
         settings = client.settings
         assert len(settings.keys) == 2 and [k.reveal() for k in settings.keys] == secrets
         assert settings.keys[0].fingerprint != settings.keys[1].fingerprint
@@ -141,3 +144,5 @@ def test_a_pool_of_two_keys_shares_the_reads(real_time_sandbox: Sandbox) -> None
     counts = [sandbox.world.requests.count(str(r["id"])) for r in records]
     assert sum(counts) == reads + 1, counts
     assert all(0 < count <= 60 for count in counts), f"both keys used, neither over its limit: {counts}"
+    # two keys pace 71 requests at two a simulated second: about 35 simulated seconds, not one key's 70
+    assert 30 <= clock.now() - begun <= 40, clock.now() - begun
