@@ -142,6 +142,7 @@ def test_generate_no_wait_then_wait_and_download_in_other_processes(tmp_path: Pa
     assert [c["resourceId"] for c in charges()] == [generation["id"]], "one generation, charged once"
 
 
+@pytest.mark.realtime  # SIGKILL of another process, which must land while its sweep runs
 def test_a_sandbox_killed_mid_sweep_is_started_again_from_its_state(tmp_path: Path) -> None:
     """SIGKILL the sandbox and the sweep's process while rows run; the next process starts the sandbox
     again from its state: the rows in flight finish there, and no generation is charged twice."""
