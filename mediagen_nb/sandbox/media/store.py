@@ -6,6 +6,7 @@ on disk, so a sweep over hundreds of outputs only pays for what is fetched.
 """
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -156,10 +157,24 @@ class MediaStore:
         if isinstance(sample, MediaSpec):
             return rendering.render(sample)
         if sample is not None:
-            return sample()
+            return _sample(name)
         preview = PREVIEW.fullmatch(name)
         assert preview is not None  # known() was checked by the caller
-        return render_preview(preview.group(1))
+        return _preview(preview.group(1))
+
+
+# Like rendered specs (rendering.RENDERED), the fixed samples and the catalog's preview cards are
+# rendered once for every sandbox of the process.
+@functools.cache
+def _sample(name: str) -> bytes:
+    render = SAMPLES[name]
+    assert not isinstance(render, MediaSpec)
+    return render()
+
+
+@functools.lru_cache(maxsize=512)  # cards of about 15 kB: a catalog's worth
+def _preview(model_id: str) -> bytes:
+    return render_preview(model_id)
 
 
 def _content_type(name: str) -> str:
