@@ -229,8 +229,8 @@ def _wait_for_server(process: subprocess.Popen[bytes], url: str, token: str, log
         except httpx.HTTPError:
             return False
 
-    with httpx.Client(timeout=2) as http:
-        wait_until(lambda: answering(http), SERVER_START_TIMEOUT_S, f"JupyterLab to answer (see {log_path})")
+    with httpx.Client(timeout=2) as http:  # a look is a request: every 50 ms, not to slow the start
+        wait_until(lambda: answering(http), SERVER_START_TIMEOUT_S, f"JupyterLab (see {log_path})", 0.05)
 
 
 def shutdown_kernels(url: str, token: str) -> None:
