@@ -11,14 +11,17 @@ T = TypeVar("T")
 POLL = 0.01  # real seconds between looks
 
 
-def wait_until(predicate: Callable[[], T], timeout: float = 15.0, what: str = "the condition") -> T:
-    """Look at ``predicate()`` until it is truthy and return it; after ``timeout`` real seconds, fail
-    saying ``what`` was awaited (a generous bound for a loaded machine, never a speed claim)."""
+def wait_until(
+    predicate: Callable[[], T], timeout: float = 15.0, what: str = "the condition", poll: float = POLL
+) -> T:
+    """Look at ``predicate()`` every ``poll`` seconds until it is truthy and return it; after ``timeout``
+    real seconds, fail saying ``what`` was awaited (a generous bound for a loaded machine, never a speed
+    claim). A look that costs more than a glance (a request) takes a longer ``poll``."""
     deadline = time.monotonic() + timeout
     while not (found := predicate()):
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:g} s for {what}, in vain")
-        time.sleep(POLL)  # real: another thread or process is doing the work looked for
+        time.sleep(poll)  # real: another thread or process is doing the work looked for
     return found
 
 

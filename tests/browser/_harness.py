@@ -21,9 +21,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from _shared import unused_port
+from _wait import wait_until
 
 pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
 from playwright.sync_api import Locator, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from mediagen_nb.sandbox import kept
 
@@ -217,17 +219,18 @@ def lab_arguments(home: Path, save_widget_state: bool = False) -> list[str]:
 
 
 def _wait_for_server(process: subprocess.Popen[bytes], url: str, token: str, log_path: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-    while time.monotonic() < deadline:
+    """Wait until the server in ``process`` answers; fail at once, naming its log, if it exits."""
+
+    def answering(http: httpx.Client) -> bool:
         if process.poll() is not None:
             pytest.fail(f"JupyterLab exited with {process.returncode}; see {log_path}")
         try:
-            if httpx.get(f"{url}/api/status", params={"token": token}, timeout=2).status_code == 200:
-                return
+            return http.get(f"{url}/api/status", params={"token": token}).status_code == 200
         except httpx.HTTPError:
-            pass
-        time.sleep(0.3)  # real: JupyterLab starts in its own process
-    pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT_S} s; see {log_path}")
+            return False
+
+    with httpx.Client(timeout=2) as http:  # a look is a request: every 50 ms, not to slow the start
+        wait_until(lambda: answering(http), SERVER_START_TIMEOUT_S, f"JupyterLab (see {log_path})", 0.05)
 
 
 def shutdown_kernels(url: str, token: str) -> None:
@@ -301,6 +304,26 @@ NOTEBOOK_STATE_JS = """
   }
   return {id: panel.id, kernel: kernel ? kernel.status : null, cells};
 }
+"""
+DIALOG_ACCEPT = ".jp-Dialog .jp-mod-accept"
+POLL_MS = 100  # how often Playwright looks at the page while it waits for a state
+# The panel's id once its kernel is idle, or "dialog" while a dialog asks to be accepted; else null.
+OPENED_JS = f"""
+(path) => {{
+  if (document.querySelector('{DIALOG_ACCEPT}')) return 'dialog';
+  const state = ({NOTEBOOK_STATE_JS.strip()})(path);
+  return state && state.kernel === 'idle' ? state.id : null;
+}}
+"""
+# The notebook's state once every code cell has run and the kernel is idle, or as soon as one raised.
+RAN_JS = f"""
+(path) => {{
+  const state = ({NOTEBOOK_STATE_JS.strip()})(path);
+  if (!state) return null;
+  if (state.cells.some(cell => cell.errors.length)) return state;
+  const ran = state.cells.every(cell => cell.count !== null && cell.state !== 'running');
+  return state.kernel === 'idle' && ran ? state : null;
+}}
 """
 RUN_ALL_JS = """
 async (id) => {
@@ -392,38 +415,33 @@ def open_notebook(page: Page, lab: Lab, name: str) -> str:
     assert (lab.root / name).is_file(), f"notebooks/{name} is missing"
     page.goto(lab.notebook_url(name), wait_until="domcontentloaded", timeout=OPEN_TIMEOUT_S * 1000)
     deadline = time.monotonic() + OPEN_TIMEOUT_S
-    while time.monotonic() < deadline:
-        accept = page.locator(".jp-Dialog .jp-mod-accept")  # a kernel choice, if the notebook names none
-        if accept.count():
-            accept.first.click()
-        state = page.evaluate(NOTEBOOK_STATE_JS, name)
-        if state and state["kernel"] == "idle":
-            return str(state["id"])
-        time.sleep(0.5)  # real: the browser renders on its own
+    accept = page.locator(DIALOG_ACCEPT)  # a kernel choice, if the notebook names none
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            opened = page.wait_for_function(OPENED_JS, arg=name, timeout=left * 1000, polling=POLL_MS)
+        except PlaywrightTimeout:
+            break
+        if (panel := opened.json_value()) != "dialog":
+            return str(panel)
+        accept.first.click()
     raise AssertionError(f"{name} did not open with an idle kernel within {OPEN_TIMEOUT_S} s")
 
 
 def run_all(page: Page, name: str, panel_id: str) -> None:
     """Run All Cells; wait (bounded) until every code cell has run and the kernel is idle.
 
-    A cell that raises stops Run All, so an error output fails at once with its message.
+    JupyterLab's Run All resolves once every cell's execution has ended (or one raised and stopped it),
+    so no cell is queued after it; an error output fails at once with its message.
     """
     page.evaluate(RUN_ALL_JS, panel_id)
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    settled = 0
-    state: Any = None
-    while time.monotonic() < deadline:
+    try:
+        ended = page.wait_for_function(RAN_JS, arg=name, timeout=RUN_TIMEOUT_S * 1000, polling=POLL_MS)
+    except PlaywrightTimeout:
         state = page.evaluate(NOTEBOOK_STATE_JS, name)
-        errors = [error for cell in state["cells"] for error in cell["errors"]]
-        assert not errors, f"{name} raised: {errors}"
-        done = state["kernel"] == "idle" and all(
-            cell["count"] is not None and cell["state"] != "running" for cell in state["cells"]
-        )
-        settled = settled + 1 if done else 0
-        if settled >= 3:  # idle over three polls: no queued cell is about to start
-            return
-        time.sleep(0.4)  # real: the browser runs the cell on its own
-    raise AssertionError(f"{name} did not finish within {RUN_TIMEOUT_S} s: {json.dumps(state)}")
+        raise AssertionError(f"{name} did not finish within {RUN_TIMEOUT_S} s: {json.dumps(state)}") from None
+    state = ended.json_value()
+    errors = [error for cell in state["cells"] for error in cell["errors"]]
+    assert not errors, f"{name} raised: {errors}"
 
 
 def assert_no_traceback(page: Page) -> None:

@@ -58,7 +58,7 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
         request = await reader.readuntil(b"\r\n\r\n")
         target = request.split(b" ", 2)[1].decode()
         if "/silent/" in target:
-            await asyncio.sleep(3600)  # real: a server that never answers
+            await asyncio.Event().wait()  # a server that never answers: nothing ever sets it
         elif "/loris/" in target:
             for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Drip: " + b"x" * 10_000:
                 writer.write(bytes([byte]))

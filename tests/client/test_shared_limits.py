@@ -208,8 +208,8 @@ def test_a_killed_process_frees_its_share_within_a_window(service: Sandbox, tmp_
     [hog] = workers(service, [service.demo_key], "estimate", 10_000, shared)
     store = SQLiteStore(shared)
     window = Window(scope_of("key", "probe", "k"), 60, 1.0)
-    try:
-        time.sleep(3)  # the hog books slots as fast as the window allows
+    try:  # a window's worth sent: the hog books slots as fast as the window allows, and fills it
+        wait_until(lambda: service.world.requests.accepted >= 60, 60, "the hog to fill a window")
     finally:
         hog.send_signal(signal.SIGKILL)
         hog.wait(10)
@@ -225,12 +225,13 @@ def test_a_killed_process_frees_its_share_within_a_window(service: Sandbox, tmp_
 
 
 def test_a_429_seen_by_one_process_pauses_the_key_for_all(tmp_path: Path) -> None:
-    first, second = SQLiteStore(tmp_path / "limits.sqlite"), SQLiteStore(tmp_path / "limits.sqlite")
+    wall = [time.time()]  # the machine's clock, which both processes read; moved as a waiting client's
+    first, second = (SQLiteStore(tmp_path / "limits.sqlite", now=lambda: wall[0]) for _ in range(2))
     window = Window(scope_of("key", "http://service", "k"), 60, 1.0)
     first.pause(window, 0.5)
     waited = 0.0
     while (booking := second.reserve([[window]], margin=0.0)).index is None:  # as the client waits
-        time.sleep(booking.delay)  # real: shared windows are on wall time across processes
+        wall[0] += booking.delay
         waited += booking.delay
     assert waited + booking.delay >= 0.49  # its slot is after the pause the other process set
 
@@ -327,7 +328,8 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
         wait_until(lambda: service.world.requests.accepted >= under_way, 60, "the workers under way")
         redis_server.kill()  # Redis goes away mid-sweep, and comes back empty
         redis_server.wait(10)
-        time.sleep(0.5)  # real: the workers, other processes, go on without Redis for a moment
+        went_on = service.world.requests.accepted + 10  # sent on, paced by the machine's file alone
+        wait_until(lambda: service.world.requests.accepted >= went_on, 60, "the workers to go on")
         redis_server = _start_redis(port, tmp_path)
         outs = finish(started)
     finally:

@@ -154,12 +154,12 @@ def test_what_a_thread_prints_goes_to_the_cell_that_started_it(tmp_path: Path) -
     if int(ipykernel.__version__.split(".")[0]) < 7:
         pytest.skip("ipykernel 6 has one parent per process: live views use display_id updates there")
     notebook = _cells(
-        "import threading, time\nfrom mediagen_nb.batch import routing\nready = threading.Event()\n"
-        "route = routing.here()\n"
+        "import threading\nfrom mediagen_nb.batch import routing\n"
+        "ready, printed = threading.Event(), threading.Event()\nroute = routing.here()\n"
         "def late():\n    ready.wait(30)\n    with route.applied():\n        print('from the thread')\n"
-        "    print('unrouted')\n"
+        "    print('unrouted')\n    printed.set()\n"
         "threading.Thread(target=late).start()",
-        "ready.set()\ntime.sleep(1)\nprint('the next cell')",  # real: a kernel cell still running
+        "ready.set()\nprinted.wait(30)\nprint('the next cell')",  # still running while the thread prints
     )
     NotebookClient(
         notebook, timeout=60, kernel_name="python3", resources={"metadata": {"path": tmp_path}}

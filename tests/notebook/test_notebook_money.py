@@ -6,7 +6,6 @@ Each test checks what was charged in the sandbox's own ledger (``/_sandbox/ledge
 import os
 import signal
 import threading
-import time
 from typing import Any
 
 import httpx
@@ -91,10 +90,13 @@ def test_ctrl_c_during_generate_keeps_the_start_and_the_rerun_is_free(
     nb.use_on(served_slow)
     sent = threading.Event()
 
+    def long_poll_sent() -> bool:
+        return any(r.method == "GET" and "wait" in r.url.params for r in nb.requests)
+
     def interrupt() -> None:
         ledger = served_slow.world.accounts.ledger
         wait_until(lambda: any(e["kind"] == "charge" for e in ledger), 20, "the start's charge")
-        time.sleep(0.1)  # real: Ctrl-C must reach the cell inside its long poll, a moment after the start
+        wait_until(long_poll_sent, 20, "the cell's long poll")  # Ctrl-C reaches the cell inside it
         sent.set()
         os.kill(os.getpid(), signal.SIGINT)
 

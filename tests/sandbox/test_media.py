@@ -7,10 +7,10 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import wave
 from array import array
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import av
@@ -46,14 +46,46 @@ def _video_info(data: bytes) -> dict[str, object]:
     return info
 
 
-def _count_renders(monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> list[MediaSpec]:
-    """Wrap the store's render so a test can see which specs it rendered (optionally slowly)."""
+class Gate:
+    """Renders held until ``readers`` reads of a store have claimed their file (found its render in flight,
+    or started it): the render is then one every reader waits on, however the threads are scheduled."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: MediaStore, readers: int) -> None:
+        self._lock = threading.Lock()
+        self._open = threading.Event()
+        self.expect(readers)
+        claim = store._claim
+
+        def counted(name: str) -> bytes | tuple[Future[bytes], bool]:
+            found = claim(name)
+            with self._lock:
+                self._claims += 1
+                if self._claims >= self._readers:
+                    self._open.set()
+            return found
+
+        monkeypatch.setattr(store, "_claim", counted)
+
+    def expect(self, readers: int) -> None:
+        """Hold the next render until ``readers`` more reads have claimed."""
+        with self._lock:
+            self._claims, self._readers = 0, readers
+            self._open.clear()
+
+    def hold(self) -> None:
+        """Wait (in the rendering thread) until every expected reader has claimed."""
+        assert self._open.wait(30), f"only {self._claims} of {self._readers} readers came"
+
+
+def _count_renders(monkeypatch: pytest.MonkeyPatch, gate: Gate | None = None) -> list[MediaSpec]:
+    """Wrap the store's render so a test can see which specs it rendered (held at ``gate``, if given)."""
     calls: list[MediaSpec] = []
     real = rendering.render
 
     def counting(spec: MediaSpec) -> bytes:
         calls.append(spec)
-        time.sleep(delay)  # real: a slow render on a worker thread, for readers to overlap
+        if gate is not None:
+            gate.hold()
         return real(spec)
 
     monkeypatch.setattr(rendering, "render", counting)
@@ -288,8 +320,9 @@ def test_unknown_names_are_none() -> None:
 
 
 def test_concurrent_reads_render_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _count_renders(monkeypatch, delay=0.2)
     store = MediaStore()
+    gate = Gate(monkeypatch, store, readers=8)
+    calls = _count_renders(monkeypatch, gate)
     name = store.add(_image_spec(1))
 
     async def many() -> list[tuple[bytes, str] | None]:
@@ -300,6 +333,7 @@ def test_concurrent_reads_render_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(result == results[0] for result in results)
 
     other = store.add(_image_spec(2))
+    gate.expect(6)
     found: list[tuple[bytes, str] | None] = []
     threads = [threading.Thread(target=lambda: found.append(store.read_sync(other))) for _ in range(6)]
     for thread in threads:
@@ -313,9 +347,10 @@ def test_concurrent_reads_render_once(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_failed_render_reaches_every_reader_and_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
     store = MediaStore()
     name = store.add(_image_spec(3))
+    gate = Gate(monkeypatch, store, readers=2)
 
     def failing(spec: MediaSpec) -> bytes:
-        time.sleep(0.1)  # real: the render fails late, while other readers wait on it
+        gate.hold()  # the render fails late, while the other reader waits on it
         raise RuntimeError("encoder exploded")
 
     monkeypatch.setattr(rendering, "render", failing)

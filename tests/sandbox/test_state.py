@@ -136,7 +136,7 @@ def test_everything_it_knows_survives_a_restart(tmp_path: Path, receiver: tuple[
         before = api.snapshot()
         assert len(before["webhooks"]) == 1
     stopped_at = first.world.clock.now()  # its clock was saved as it closed, a moment ago
-    time.sleep(1.0)  # a simulated second, were the clock to run while no sandbox is up
+    time.sleep(1.0)  # real: downtime is wall time, which a resumed clock must not count
     second = Sandbox(config(tmp_path, REAL_TIME))
     assert abs(second.world.clock.now() - stopped_at) < 0.5, "simulated time resumes where it stopped"
 

@@ -407,12 +407,29 @@ async def test_no_webhook_without_url(signed: Sandbox, receiver: Receiver) -> No
     assert receiver.requests == []
 
 
+def _listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def test_stopping_a_served_sandbox_lets_a_webhook_in_flight_finish(receiver: Receiver) -> None:
     """A webhook already sent gets its one attempt even when the server stops meanwhile (drained on stop)."""
-    receiver.on_receive = lambda: time.sleep(0.8)  # the receiver is still answering when stop() begins
+    arrived, answer = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        """The receiver has the webhook and answers only once the test says so."""
+        arrived.set()
+        answer.wait(30)
+
+    receiver.on_receive = hold
     sandbox = Sandbox(SandboxConfig(time_scale=600, seed=1, allow_private_webhooks=True)).start()
     try:
         assert sandbox.base_url is not None
+        port = int(sandbox.base_url.rsplit(":", 1)[1])
         started = httpx.post(
             sandbox.base_url + path("run"),
             json={**START, "webhook": receiver.url},
@@ -420,10 +437,18 @@ def test_stopping_a_served_sandbox_lets_a_webhook_in_flight_finish(receiver: Rec
             timeout=10,
         )
         assert started.status_code == 201, started.text
-        wait_until(lambda: sandbox.world.outbox.sent, 10, "the webhook to be sent")
+        assert arrived.wait(10), "the webhook reaches its receiver"
         [entry] = sandbox.world.outbox.sent
         assert entry["delivered"] is None, "still in flight when the sandbox stops"
+
+        def answer_once_stopping() -> None:
+            """The receiver answers only after stop() began: the sandbox no longer listens."""
+            wait_until(lambda: not _listening(port), 30, "the sandbox to stop listening")
+            answer.set()
+
+        threading.Thread(target=answer_once_stopping, daemon=True).start()
     finally:
         sandbox.stop()
+        answer.set()  # a test failed early: let the receiver go
     assert entry["delivered"] is True and entry["receiverStatus"] == 200
     assert len(receiver.requests) == 1
