@@ -122,7 +122,7 @@ class SweepHandle:
             try:
                 while True:
                     try:
-                        result = queue.get(timeout=timeout)
+                        result = loop.get(queue, timeout)
                     except Empty:
                         raise TimeoutError(f"no row ended within {timeout} s: {self.progress}") from None
                     if result is _END:
@@ -201,7 +201,7 @@ class SweepHandle:
         assert self._future is not None, "start() the handle first"
         if self._frame is None:
             try:
-                outcomes = self._future.result(timeout)
+                outcomes = loop.result(self._future, timeout)
             except KeyboardInterrupt:
                 outcomes = self._interrupt()
             except FutureTimeout:
@@ -222,7 +222,7 @@ class SweepHandle:
         """Ctrl-C: stop starting rows and wait for the starts already sent, so each shows its charge."""
         assert self._future is not None
         self.cancel("interrupted (Ctrl-C)")
-        outcomes = self._future.result()
+        outcomes = loop.result(self._future)
         print(
             "mediagen_nb: interrupted; what finished is kept, rows in flight show their charge, and "
             "the ledger is up to date: run the same cell again to resume without paying twice"

@@ -6,12 +6,21 @@ the same in a kernel, a terminal and a script, and leaves the kernel free during
 """
 
 import asyncio
+import queue
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
+from mediagen_nb.protocol.clock import REAL
+
 T = TypeVar("T")
+
+# Real seconds between the wake-ups of a thread waiting on the loop's work. With some extension modules
+# loaded (polars is one) SIGINT no longer interrupts a blocked wait: the Ctrl-C would be raised only
+# once the whole sweep had ended, every row started and charged. A wait that wakes raises it at once.
+WAKE = 0.1
 
 _loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
@@ -32,3 +41,27 @@ def background_loop() -> asyncio.AbstractEventLoop:
 def submit(coroutine: Coroutine[Any, Any, T]) -> "Future[T]":
     """Schedule ``coroutine`` on the background loop; returns a thread-safe future."""
     return asyncio.run_coroutine_threadsafe(coroutine, background_loop())
+
+
+def result(future: "Future[T]", timeout: float | None = None) -> T:
+    """``future.result(timeout)``, waking every :data:`WAKE` so a Ctrl-C is raised at once."""
+    deadline = None if timeout is None else REAL.monotonic() + timeout
+    while True:
+        left = WAKE if deadline is None else min(WAKE, max(0.0, deadline - REAL.monotonic()))
+        try:
+            return future.result(left)
+        except FutureTimeout:
+            if deadline is not None and REAL.monotonic() >= deadline:
+                raise
+
+
+def get(items: "queue.Queue[T]", timeout: float | None = None) -> T:
+    """``items.get(timeout=timeout)``, waking every :data:`WAKE` so a Ctrl-C is raised at once."""
+    deadline = None if timeout is None else REAL.monotonic() + timeout
+    while True:
+        left = WAKE if deadline is None else min(WAKE, max(0.0, deadline - REAL.monotonic()))
+        try:
+            return items.get(timeout=left)
+        except queue.Empty:
+            if deadline is not None and REAL.monotonic() >= deadline:
+                raise

@@ -103,7 +103,7 @@ def async_client(client: BaseClient | None) -> AsyncClient:
 
 
 def _call(coroutine: Any) -> Any:
-    return loop.submit(coroutine).result()
+    return loop.result(loop.submit(coroutine))
 
 
 def prepare(

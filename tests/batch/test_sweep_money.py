@@ -7,9 +7,12 @@ Every test reads what was charged from the sandbox's own ledger (``/_sandbox/led
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pandas as pd
 import pytest
+from _shared import environment
 from _wait import loop_settled, wait_until
 
 import mediagen_nb as mg
@@ -94,6 +98,51 @@ def test_a_bad_unicode_row_is_invalid_and_the_others_run(service: Service, tmp_p
     assert int(out["credits"].sum()) == service.net_spent() == 59
     loop_settled(loop.background_loop())  # no start may come after run() returned
     assert service.net_spent() == 59, "charged after run() returned"
+
+
+# A sweep in a process that imported polars first, interrupted by a real SIGINT once 20 rows are
+# charged; it prints the statuses run() returned.
+POLARS_FIRST = """
+import json, os, signal, sys, threading, time
+import polars  # noqa: F401  (loaded first, as in a notebook that uses both)
+import httpx
+import pandas as pd
+import mediagen_nb  # noqa: F401
+from mediagen_nb.client import AsyncClient
+from mediagen_nb.protocol.paths import path
+from mediagen_nb.sandbox import Sandbox, SandboxConfig
+sandbox = Sandbox(SandboxConfig(time_scale=20.0, seed=1)).start()
+client = AsyncClient.for_sandbox(sandbox)
+def charged():
+    entries = httpx.get(sandbox.base_url + path("sandbox_ledger")).json()["data"]["entries"]
+    return sum(1 for e in entries if e["kind"] == "charge")
+def interrupt():
+    while charged() < 20:
+        time.sleep(0.05)  # real: the sweep runs on its own
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+rows = pd.DataFrame({"prompt": [f"a harbour at dawn, take {i}" for i in range(200)]})
+out = rows.mediagen.run("flare-1-swift", client=client, ledger=sys.argv[1], progress=False)
+print(json.dumps(out["status"].value_counts().to_dict()))
+sandbox.stop()
+"""
+
+
+@pytest.mark.realtime  # a real SIGINT to another process, which must land while its sweep runs
+def test_ctrl_c_stops_a_sweep_when_polars_is_loaded(tmp_path: Path) -> None:
+    """With polars imported, a SIGINT no longer interrupted the main thread's blocked wait on the sweep:
+    the Ctrl-C was raised once all 200 rows had been started and charged. Waits now wake to take it."""
+    done = subprocess.run(
+        [sys.executable, "-c", POLARS_FIRST, str(tmp_path / "ledger.sqlite")],
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "mediagen_nb: interrupted" in done.stdout
+    counts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert counts.get("skipped", 0) > 100, counts
 
 
 @pytest.mark.realtime  # Ctrl-C (a real signal) must land while the sweep still has rows to start
