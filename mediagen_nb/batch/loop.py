@@ -8,7 +8,7 @@ the same in a kernel, a terminal and a script, and leaves the kernel free during
 import asyncio
 import queue
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
@@ -45,23 +45,21 @@ def submit(coroutine: Coroutine[Any, Any, T]) -> "Future[T]":
 
 def result(future: "Future[T]", timeout: float | None = None) -> T:
     """``future.result(timeout)``, waking every :data:`WAKE` so a Ctrl-C is raised at once."""
-    deadline = None if timeout is None else REAL.monotonic() + timeout
-    while True:
-        left = WAKE if deadline is None else min(WAKE, max(0.0, deadline - REAL.monotonic()))
-        try:
-            return future.result(left)
-        except FutureTimeout:
-            if deadline is not None and REAL.monotonic() >= deadline:
-                raise
+    return _waking(future.result, timeout, FutureTimeout)
 
 
 def get(items: "queue.Queue[T]", timeout: float | None = None) -> T:
     """``items.get(timeout=timeout)``, waking every :data:`WAKE` so a Ctrl-C is raised at once."""
+    return _waking(lambda left: items.get(timeout=left), timeout, queue.Empty)
+
+
+def _waking(wait: Callable[[float], T], timeout: float | None, not_yet: type[Exception]) -> T:
+    """``wait(seconds)`` again every :data:`WAKE` while it raises ``not_yet``, until ``timeout``."""
     deadline = None if timeout is None else REAL.monotonic() + timeout
     while True:
         left = WAKE if deadline is None else min(WAKE, max(0.0, deadline - REAL.monotonic()))
         try:
-            return items.get(timeout=left)
-        except queue.Empty:
+            return wait(left)
+        except not_yet:
             if deadline is not None and REAL.monotonic() >= deadline:
                 raise

@@ -4,11 +4,9 @@ Equal specs render equal bytes, so the files rendered last are kept for every sa
 (a bounded LRU): a test session or a notebook that starts many sandboxes renders each file once.
 """
 
-import threading
-from collections import OrderedDict
-
 from mediagen_nb.sandbox.media.encoding import mp3_bytes, wav_bytes
 from mediagen_nb.sandbox.media.images import image_bytes, picture
+from mediagen_nb.sandbox.media.lru import BytesLRU
 from mediagen_nb.sandbox.media.music import music_samples
 from mediagen_nb.sandbox.media.spec import MediaSpec
 from mediagen_nb.sandbox.media.speech import speech_samples
@@ -27,33 +25,7 @@ def render_music(seconds: float, *, seed: int, fmt: str = "mp3") -> bytes:
     return mp3_bytes(samples) if fmt == "mp3" else wav_bytes(samples)
 
 
-class Rendered:
-    """Files rendered lately, by spec, up to ``limit`` bytes (the least recently read go first)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._files: OrderedDict[MediaSpec, bytes] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, spec: MediaSpec) -> bytes | None:
-        with self._lock:
-            data = self._files.get(spec)
-            if data is not None:
-                self._files.move_to_end(spec)
-            return data
-
-    def keep(self, spec: MediaSpec, data: bytes) -> None:
-        with self._lock:
-            if spec in self._files or len(data) > self.limit:
-                return
-            self._files[spec] = data
-            self._bytes += len(data)
-            while self._bytes > self.limit:
-                self._bytes -= len(self._files.popitem(last=False)[1])
-
-
-RENDERED = Rendered(limit=64 * 2**20)
+RENDERED: BytesLRU[MediaSpec] = BytesLRU(limit=64 * 2**20)
 
 
 def render(spec: MediaSpec) -> bytes:

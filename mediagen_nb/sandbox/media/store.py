@@ -11,13 +11,13 @@ import hashlib
 import json
 import os
 import threading
-from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import asdict
 from pathlib import Path
 
 from mediagen_nb.sandbox.media import rendering
 from mediagen_nb.sandbox.media.images import render_preview
+from mediagen_nb.sandbox.media.lru import BytesLRU
 from mediagen_nb.sandbox.media.samples import PREVIEW, SAMPLES
 from mediagen_nb.sandbox.media.spec import CONTENT_TYPES, MediaSpec
 
@@ -34,11 +34,9 @@ class MediaStore:
     def __init__(self, data_dir: Path | None = None, memory_bytes: int = 64 * 2**20) -> None:
         """Open the store; with `data_dir`, rendered files and registrations persist under data_dir/media."""
         self._dir = Path(data_dir) / "media" if data_dir is not None else None
-        self._memory_bytes = memory_bytes
         self._lock = threading.Lock()
         self._specs: dict[str, MediaSpec] = {}
-        self._cache: OrderedDict[str, bytes] = OrderedDict()
-        self._cached_bytes = 0
+        self._cache: BytesLRU[str] = BytesLRU(memory_bytes)
         self._pending: dict[str, Future[bytes]] = {}
         if self._dir is not None:
             self._dir.mkdir(parents=True, exist_ok=True)
@@ -47,7 +45,7 @@ class MediaStore:
     @property
     def cached_bytes(self) -> int:
         """Bytes currently held by the in-memory LRU cache (never above memory_bytes)."""
-        return self._cached_bytes
+        return self._cache.bytes
 
     def _load_index(self, index: Path) -> None:
         """Re-register the specs recorded by earlier runs, so their names stay readable after a restart."""
@@ -107,7 +105,6 @@ class MediaStore:
         with self._lock:
             data = self._cache.get(name)
             if data is not None:
-                self._cache.move_to_end(name)
                 return data
             pending = self._pending.get(name)
             if pending is not None:
@@ -128,11 +125,7 @@ class MediaStore:
             raise
         with self._lock:
             del self._pending[name]
-            if len(data) <= self._memory_bytes:
-                self._cache[name] = data
-                self._cached_bytes += len(data)
-                while self._cached_bytes > self._memory_bytes:
-                    self._cached_bytes -= len(self._cache.popitem(last=False)[1])
+            self._cache.keep(name, data)
         pending.set_result(data)
         return data
 
