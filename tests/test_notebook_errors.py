@@ -1,13 +1,15 @@
 """A notebook whose magic fails fails ``pytest`` in ``notebooks/``: an error output or a UsageError alike.
 
-Each case writes a two-cell notebook beside a copy of ``notebooks/conftest.py``, runs it with the
-project's own pytest configuration (nbval options from ``pyproject.toml``) in a child process, and
-expects that cell to fail.
+One notebook holds a failing cell per case, beside a copy of ``notebooks/conftest.py``; it runs with
+the project's own pytest configuration (nbval options from ``pyproject.toml``) in a child process
+(one kernel, one embedded sandbox for all cases), and each of those cells must fail on its own,
+showing why, while the cell that loads the extension passes.
 """
 
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import nbformat
@@ -15,38 +17,27 @@ import pytest
 from _shared import environment
 
 ROOT = Path(__file__).resolve().parents[1]
+FAILING = {  # a cell that must fail: what its failure shows
+    "%%generate gpt-image-2\nA gore scene": "Prompt rejected by content moderation",  # by the service
+    "%%generate gpt-image-2 --quality ultra\na fox": "quality must be one of",  # by the client
+    "%no_such_magic": "UsageError",  # by IPython
+}
 
 
-@pytest.mark.parametrize(
-    ("cell", "shown"),
-    [
-        ("%%generate gpt-image-2\nA gore scene", "Prompt rejected by content moderation"),
-        ("%%generate gpt-image-2 --quality ultra\na fox", "quality must be one of"),
-        ("%no_such_magic", "UsageError"),
-    ],
-    ids=["refused-by-the-service", "refused-by-the-client", "ipython-usage-error"],
-)
 @pytest.mark.timeout(180)
-def test_a_failing_magic_fails_the_notebook(tmp_path: Path, cell: str, shown: str) -> None:
+def test_each_failing_magic_fails_its_cell_of_the_notebook(tmp_path: Path) -> None:
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("%load_ext mediagen_nb"), nbformat.v4.new_code_cell(cell)]
+    cells = ["%load_ext mediagen_nb", *FAILING]
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     folder = tmp_path / "notebooks"
     folder.mkdir()
     shutil.copy(ROOT / "notebooks" / "conftest.py", folder / "conftest.py")
     path = folder / "failing.ipynb"
     nbformat.write(notebook, path)
+    report = tmp_path / "report.xml"
+    child = ["-q", "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"), f"--junitxml={report}"]
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-c",
-            str(ROOT / "pyproject.toml"),
-            str(path),
-        ],
+        [sys.executable, "-m", "pytest", *child, str(path)],
         cwd=tmp_path,
         env=environment(MEDIAGEN_LEDGER=str(tmp_path / "ledger.sqlite")),
         capture_output=True,
@@ -54,4 +45,17 @@ def test_a_failing_magic_fails_the_notebook(tmp_path: Path, cell: str, shown: st
         timeout=170,
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "1 failed, 1 passed" in done.stdout and shown in done.stdout
+    assert f"{len(FAILING)} failed, 1 passed" in done.stdout, done.stdout
+    outcomes = {}
+    for case in ET.parse(report).iter("testcase"):
+        failure = case.find("failure")
+        outcomes[case.get("name")] = (
+            None if failure is None else (failure.get("message", "") + (failure.text or ""))
+        )
+    assert list(outcomes) == [f"Cell {i}" for i in range(len(cells))], outcomes
+    assert outcomes["Cell 0"] is None
+    for i, shown in enumerate(FAILING.values(), start=1):
+        assert outcomes[f"Cell {i}"] is not None and shown in outcomes[f"Cell {i}"], (
+            i,
+            outcomes[f"Cell {i}"],
+        )
