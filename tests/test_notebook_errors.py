@@ -46,7 +46,7 @@ def test_each_failing_magic_fails_its_cell_of_the_notebook(tmp_path: Path) -> No
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"{len(FAILING)} failed, 1 passed" in done.stdout, done.stdout
-    outcomes = {}
+    outcomes: dict[str | None, str | None] = {}
     for case in ET.parse(report).iter("testcase"):
         failure = case.find("failure")
         outcomes[case.get("name")] = (
