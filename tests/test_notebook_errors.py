@@ -48,14 +48,11 @@ def test_each_failing_magic_fails_its_cell_of_the_notebook(tmp_path: Path) -> No
     assert f"{len(FAILING)} failed, 1 passed" in done.stdout, done.stdout
     outcomes: dict[str | None, str | None] = {}
     for case in ET.parse(report).iter("testcase"):
-        failure = case.find("failure")
-        outcomes[case.get("name")] = (
-            None if failure is None else (failure.get("message", "") + (failure.text or ""))
-        )
+        element = case.find("failure")
+        shown_there = None if element is None else element.get("message", "") + (element.text or "")
+        outcomes[case.get("name")] = shown_there
     assert list(outcomes) == [f"Cell {i}" for i in range(len(cells))], outcomes
     assert outcomes["Cell 0"] is None
     for i, shown in enumerate(FAILING.values(), start=1):
-        assert outcomes[f"Cell {i}"] is not None and shown in outcomes[f"Cell {i}"], (
-            i,
-            outcomes[f"Cell {i}"],
-        )
+        failure = outcomes[f"Cell {i}"]
+        assert failure is not None and shown in failure, (i, failure)
