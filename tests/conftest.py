@@ -3,6 +3,7 @@
 import os
 import ssl
 import tempfile
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,36 @@ def _shared_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = 
 
 
 httpx._transports.default.create_ssl_context = _shared_ssl_context
+
+
+# pytest-xdist's loadfile gives each worker whole files, in the order of the collection: the files that
+# run longest (a browser and JupyterLab, kernels or kept sandboxes per test; measured with --durations)
+# go first, then the others by their number of tests, so no worker is left alone with a long file at the
+# end while the others idle (xdist's own order, by number of tests, put the browser files last).
+LONGEST_FIRST = (
+    "tests/browser/",
+    "tests/test_kept_sandbox.py",
+    "tests/sandbox/test_kept.py",
+    "tests/notebook/test_secrets_verbose.py",
+    "tests/test_notebook_errors.py",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist keeps the order below (as ``--no-loadscope-reorder`` would)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the files for the workers; tests within a file keep their order."""
+    files = Counter(item.nodeid.split("::", 1)[0] for item in items)
+
+    def rank(item: pytest.Item) -> tuple[bool, int]:
+        file = item.nodeid.split("::", 1)[0]
+        return not file.startswith(LONGEST_FIRST), -files[file]
+
+    items.sort(key=rank)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
