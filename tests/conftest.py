@@ -1,6 +1,7 @@
 """Shared fixtures: a fresh sandbox per test, reached over real HTTP (in-process ASGI or uvicorn)."""
 
 import os
+import signal
 import ssl
 import tempfile
 from collections import Counter
@@ -52,9 +53,10 @@ httpx._transports.default.create_ssl_context = _shared_ssl_context
 
 
 # pytest-xdist's loadfile gives each worker whole files, in the order of the collection: the files that
-# run longest (a browser and JupyterLab, kernels or kept sandboxes per test; measured with --durations)
-# go first, then the others by their number of tests, so no worker is left alone with a long file at the
-# end while the others idle (xdist's own order, by number of tests, put the browser files last).
+# run longest go first (those with tests marked realtime, which mostly wait on wall-time windows and
+# signals; then a browser and JupyterLab, kernels or kept sandboxes per test; measured with --durations),
+# then the others by their number of tests, so no worker is left alone with a long file at the end while
+# the others idle (xdist's own order, by number of tests, put the browser files last).
 LONGEST_FIRST = (
     "tests/browser/",
     "tests/test_kept_sandbox.py",
@@ -73,10 +75,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the files for the workers; tests within a file keep their order."""
     files = Counter(item.nodeid.split("::", 1)[0] for item in items)
+    waiting = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("realtime")}
 
-    def rank(item: pytest.Item) -> tuple[bool, int]:
+    def rank(item: pytest.Item) -> tuple[bool, bool, int]:
         file = item.nodeid.split("::", 1)[0]
-        return not file.startswith(LONGEST_FIRST), -files[file]
+        return file not in waiting, not file.startswith(LONGEST_FIRST), -files[file]
 
     items.sort(key=rank)
 
@@ -100,6 +103,21 @@ def spelling(
     if names != wire.DEFAULT:
         monkeypatch.setenv(settings.ENV_WIRE, str(names_file(tmp_path_factory.mktemp("wire"), names)))
     return names
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C as in a user's interpreter or kernel: a SIGINT raises KeyboardInterrupt in the main thread.
+
+    pytest-xdist's workers start with SIGINT ignored, so a test that sends one to its own process saw
+    nothing, unless a test run before it on that worker had set Python's default (an in-process IPython
+    does): these tests passed or failed with the order the files went to the workers.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -119,6 +119,7 @@ def test_result_returns_after_every_on_row_callback_has_run(service: Service, tm
 
 
 @pytest.mark.parametrize("when", ["in the loop's body", "while waiting for a row"])
+@pytest.mark.usefixtures("ctrl_c")  # a real SIGINT to this process
 def test_ctrl_c_while_iterating_as_completed_stops_starting_rows(
     make_service: ServiceFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], when: str
 ) -> None:

@@ -146,6 +146,7 @@ def test_ctrl_c_stops_a_sweep_when_polars_is_loaded(tmp_path: Path) -> None:
 
 
 @pytest.mark.realtime  # Ctrl-C (a real signal) must land while the sweep still has rows to start
+@pytest.mark.usefixtures("ctrl_c")  # a real SIGINT to this process
 def test_ctrl_c_of_a_200_row_run_shows_every_charge(make_service: ServiceFactory, tmp_path: Path) -> None:
     """Ctrl-C halfway through 200 rows: the frame's credits (finished and in flight) equal the
     sandbox's ledger, no start is sent after ``run()`` returns, and the re-run completes for the rest."""

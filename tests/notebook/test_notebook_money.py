@@ -82,6 +82,7 @@ def test_reused_line_in_the_live_status(nb: Notebook, monkeypatch: pytest.Monkey
     assert lines[1].endswith("no charge; --fresh for a new one")
 
 
+@pytest.mark.usefixtures("ctrl_c")  # a real SIGINT to this process
 def test_ctrl_c_during_generate_keeps_the_start_and_the_rerun_is_free(
     served_slow: Sandbox, nb: Notebook, capsys: pytest.CaptureFixture[str]
 ) -> None:
