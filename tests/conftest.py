@@ -109,9 +109,11 @@ def spelling(
 def ctrl_c() -> Iterator[None]:
     """Ctrl-C as in a user's interpreter or kernel: a SIGINT raises KeyboardInterrupt in the main thread.
 
-    pytest-xdist's workers start with SIGINT ignored, so a test that sends one to its own process saw
-    nothing, unless a test run before it on that worker had set Python's default (an in-process IPython
-    does): these tests passed or failed with the order the files went to the workers.
+    pytest-xdist's workers start with SIGINT ignored, and a child process inherits an ignored signal (a
+    Python started so never installs its KeyboardInterrupt). A test that sends one to its own process, or
+    to a child it starts meanwhile, saw nothing unless a test run before it on that worker had set
+    Python's default (an in-process IPython does): they passed or failed with the order the files went
+    to the workers.
     """
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:

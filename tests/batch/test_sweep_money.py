@@ -129,6 +129,7 @@ sandbox.stop()
 
 
 @pytest.mark.realtime  # a real SIGINT to another process, which must land while its sweep runs
+@pytest.mark.usefixtures("ctrl_c")  # the child inherits SIGINT's disposition
 def test_ctrl_c_stops_a_sweep_when_polars_is_loaded(tmp_path: Path) -> None:
     """With polars imported, a SIGINT no longer interrupted the main thread's blocked wait on the sweep:
     the Ctrl-C was raised once all 200 rows had been started and charged. Waits now wake to take it."""

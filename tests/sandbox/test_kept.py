@@ -123,6 +123,7 @@ def test_status_stop_and_reset_manage_it(home: Path) -> None:
     assert data("GET", fresh.base_url + path("sandbox_account"))["balance"] == 3000
 
 
+@pytest.mark.usefixtures("ctrl_c")  # the served sandbox gets a real SIGINT
 def test_a_served_sandbox_with_a_data_dir_goes_on_from_its_state(tmp_path: Path) -> None:
     """``mediagen sandbox --data-dir DIR``: served in the foreground, stopped with Ctrl-C, served again."""
 
@@ -140,7 +141,7 @@ def test_a_served_sandbox_with_a_data_dir_goes_on_from_its_state(tmp_path: Path)
     made = data("POST", base + path("run"), json=IMAGE, headers=HEADERS)
     before = data("GET", base + path("sandbox_info"))
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=60) == 0  # it saves its state first: slow on a busy machine
+    assert process.wait(timeout=30) == 0  # it saves its state first
 
     process, base = serve()
     try:
@@ -151,7 +152,7 @@ def test_a_served_sandbox_with_a_data_dir_goes_on_from_its_state(tmp_path: Path)
         )
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)  # it saves its state first: slow on a busy machine
+        process.wait(timeout=30)  # it saves its state first
 
 
 def test_a_folder_held_by_another_sandbox_is_never_served_twice(

@@ -179,7 +179,7 @@ def _reader(stream: IO[str] | None, lines: "queue.Queue[str]") -> None:
 
 
 @pytest.fixture
-def cli_process() -> Iterator[tuple[subprocess.Popen[str], "queue.Queue[str]"]]:
+def cli_process(ctrl_c: None) -> Iterator[tuple[subprocess.Popen[str], "queue.Queue[str]"]]:
     """``python -m mediagen_nb.sandbox --port 0 --time-scale 60 --seed 3``; killed if still alive."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
