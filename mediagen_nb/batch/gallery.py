@@ -190,14 +190,15 @@ class LiveGallery:
         def follow() -> None:
             try:
                 for _ in ended:
-                    self._redraw()
-                self._redraw()  # the final frame, with every row's result
+                    self.redraw()
+                self.redraw()  # the final frame, with every row's result
             finally:
                 self.drawn.set()
 
         threading.Thread(target=follow, name="mediagen-live-preview", daemon=True).start()
 
-    def _redraw(self) -> None:
+    def redraw(self) -> None:
+        """Draw the frame as it is now into the display (from any thread)."""
         with self._lock:
             self.value = self._draw()._repr_html_()
             if self._shown:

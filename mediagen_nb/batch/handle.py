@@ -209,7 +209,11 @@ class SweepHandle:
             if self._on_row is not None:
                 self._on_row.join()  # its last callbacks run before the result is handed back
             for gallery in self._live:
-                gallery.drawn.wait()  # a notebook saved after this cell keeps every row's result
+                gallery.drawn.wait()
+                # Once more from this cell, so a notebook saved after it keeps every row's result: a
+                # front end may take a thread's drawing only while the cell it came from still runs
+                # (nbclient, nbconvert --execute); one sent as that cell ended was lost under load.
+                gallery.redraw()
             if self._bar is not None:
                 self._bar.close()
             self._frame = self._finish(outcomes)

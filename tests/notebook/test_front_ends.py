@@ -167,3 +167,41 @@ def test_what_a_thread_prints_goes_to_the_cell_that_started_it(tmp_path: Path) -
     later = "".join(o.get("text", "") for o in notebook.cells[1].outputs)
     assert "the next cell" in later and "unrouted" in later  # the newest cell's, without a route
     assert "from the thread" not in later  # routed to its own cell (nbclient no longer listens there)
+
+
+def test_a_live_preview_finished_between_cells_is_in_the_saved_notebook(
+    served: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live preview's last drawings may come while no cell runs (its sweep ended as its cell did).
+    nbclient, as ``nbconvert --execute``, takes a thread's drawing only while the cell it came from
+    runs, so they were lost: the saved notebook kept a half-drawn gallery (1 of 6 images, seen under a
+    CPU hog). ``handle.result()`` now draws it once more from its own cell."""
+    monkeypatch.setenv(settings.ENV_KEY, served.demo_key)
+    monkeypatch.setenv(settings.ENV_BASE_URL, str(served.base_url))
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(TIME_SCALE))
+    prompts = [f"a harbour, take {i}" for i in range(4)]
+    notebook = _cells(
+        "%load_ext mediagen_nb\nimport pandas as pd",
+        f"handle = pd.DataFrame({{'prompt': {prompts!r}}}).mediagen.submit('gpt-image-2', quality='low')\n"
+        "handle.preview(live=True)",
+        "done = handle.result()",
+    )
+    client = NotebookClient(
+        notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": tmp_path}}
+    )
+
+    async def drawn_while_no_cell_runs(cell: Any, cell_index: int, execute_reply: Any) -> None:
+        """After the preview's cell: take the kernel's messages until the preview's thread is done (its
+        full drawing goes by twice: for the last row, then the final one), as if none ran."""
+        full = 0
+        while cell_index == 1 and full < 2:
+            message = await client.kc.get_iopub_msg(timeout=120)
+            html = message["content"].get("data", {}).get("text/html", "")
+            full += message["msg_type"] == "update_display_data" and html.count("<img ") == len(prompts)
+
+    client.on_cell_executed = drawn_while_no_cell_runs
+    client.execute()
+    outputs = [cell.outputs for cell in notebook.cells]
+    assert not [o for cell in outputs for o in cell if o.output_type == "error"]
+    gallery = [o.data["text/html"] for o in outputs[1] if "text/html" in o.get("data", {})]
+    assert len(gallery) == 1 and gallery[0].count("<img ") == len(prompts), gallery
