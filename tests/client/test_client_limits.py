@@ -263,14 +263,16 @@ def test_two_keys_start_100_under_the_account_limit(sandbox60: Sandbox) -> None:
 
 
 def test_reads_spread_over_a_pool_of_two_keys(sandbox60: Sandbox, finished: str) -> None:
-    """150 reads: under two windows with two keys (120 a window), at least two windows with one.
+    """150 reads: more than one key's 60 in a window with two keys, at least two windows with one.
 
-    The windows are the client's (the service's 1 s plus its latency margin).
+    The windows are the client's (the service's 1 s plus its latency margin). How long the pool took is
+    not asserted (a wall-clock bound fails on a loaded machine: 3.0 s beside a CPU hog); that the two
+    keys together sent more than one key's limit in one window is what shows the pool's use.
     """
     pooled, single = Traffic(), Traffic()
     keys = [new_key(sandbox60, "pool a"), new_key(sandbox60, "pool b")]
     with pooled.http_client() as http, client(sandbox60, keys, http) as c:
-        pool_seconds = read_in_threads([c], finished, 150, 6)
+        read_in_threads([c], finished, 150, 6)
     with single.http_client() as http, client(sandbox60, new_key(sandbox60, "alone"), http) as c:
         single_seconds = read_in_threads([c], finished, 150, 6)
 
@@ -280,9 +282,7 @@ def test_reads_spread_over_a_pool_of_two_keys(sandbox60: Sandbox, finished: str)
     for auth in by_key:
         assert busiest_window(pooled.times(lambda p, a, auth=auth: a == auth)) <= LIMIT
     assert busiest_window(pooled.times()) > LIMIT  # more than 60 in one window, across the two keys
-    window = Limits(time_scale=SCALE).real_window
-    assert pool_seconds < 2 * window
-    assert single_seconds >= 2 * window
+    assert single_seconds >= 2 * Limits(time_scale=SCALE).real_window
     assert busiest_window(single.times()) <= LIMIT
 
 
