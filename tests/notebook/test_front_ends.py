@@ -89,6 +89,13 @@ def test_the_key_comes_from_colab_secrets_when_the_notebook_has_them(
     assert nb.usage_error("%mediagen key") == "no key entered; nothing changed"
 
 
+def kernels_reach(served: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kernels the test starts (they inherit this environment) use ``served``, at its clock."""
+    monkeypatch.setenv(settings.ENV_KEY, served.demo_key)
+    monkeypatch.setenv(settings.ENV_BASE_URL, str(served.base_url))
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(TIME_SCALE))
+
+
 def _cells(*sources: str) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in sources]
@@ -102,9 +109,7 @@ def test_in_a_real_kernel_background_output_stays_in_its_cell(
     cell, a form, a sweep with its live preview and ``%mediagen usage``. The preview fills in from a
     thread while later cells run, and its drawings stay in its own cell (display_id updates), so the
     saved notebook keeps the final gallery there and the later cells hold only their own output."""
-    monkeypatch.setenv(settings.ENV_KEY, served.demo_key)
-    monkeypatch.setenv(settings.ENV_BASE_URL, str(served.base_url))
-    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(TIME_SCALE))
+    kernels_reach(served, monkeypatch)
     prompts = [f"a lighthouse, take {i}" for i in range(6)]
     notebook = _cells(
         "%load_ext mediagen_nb\nimport pandas as pd, mediagen_nb as mg",
@@ -176,9 +181,7 @@ def test_a_live_preview_finished_between_cells_is_in_the_saved_notebook(
     nbclient, as ``nbconvert --execute``, takes a thread's drawing only while the cell it came from
     runs, so they were lost: the saved notebook kept a half-drawn gallery (1 of 6 images, seen under a
     CPU hog). ``handle.result()`` now draws it once more from its own cell."""
-    monkeypatch.setenv(settings.ENV_KEY, served.demo_key)
-    monkeypatch.setenv(settings.ENV_BASE_URL, str(served.base_url))
-    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(TIME_SCALE))
+    kernels_reach(served, monkeypatch)
     prompts = [f"a harbour, take {i}" for i in range(4)]
     notebook = _cells(
         "%load_ext mediagen_nb\nimport pandas as pd",
