@@ -3,6 +3,7 @@
 import os
 import signal
 import ssl
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +21,13 @@ from mediagen_nb.protocol import tls, wire
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, kept
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
+
+# The suite starts hundreds of Python processes (kernels, the CLI, sandboxes, JupyterLab, four workers);
+# where PYTHONDONTWRITEBYTECODE is set (as on CI images) each compiled the package, the tests and half
+# of pandas and IPython again: about 100 s of the suite's CPU on a 2-core machine. This session and its
+# subprocesses keep bytecode in the usual __pycache__ folders (which git ignores).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Nothing a test session does touches the user's own folders: HOME, the data folder (the ledger, the kept
 # sandbox) and the cache folder are folders of this session, for this process, its subprocesses and
