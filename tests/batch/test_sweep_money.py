@@ -259,8 +259,10 @@ def test_a_restarted_sandbox_never_attaches_a_row_to_another_generation(tmp_path
 def test_a_locked_ledger_never_stalls_the_loop(
     service: Service, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Another process holds the ledger's write lock for 2 s: the sweep waits with one message, the
-    background loop keeps running (no gap over a second), and the sweep then finishes."""
+    """Another process holds the ledger's write lock until the sweep says it waits (after SQLite's own
+    second of waiting): the sweep waits with one message, the background loop keeps running (no gap
+    over a second), and the sweep then finishes. (Released after a fixed 2 s instead, a loaded
+    machine's sweep reached the ledger after the lock was gone and had nothing to say.)"""
     ledger = tmp_path / "ledger.sqlite"
     Ledger(ledger).close()
     holder = sqlite3.connect(ledger, isolation_level=None, check_same_thread=False)
@@ -276,8 +278,13 @@ def test_a_locked_ledger_never_stalls_the_loop(
             gaps.append(now - last)
             last = now
 
+    def release() -> None:
+        wait_until(lambda: "waiting for the ledger" in stderr.getvalue(), 60, "the sweep to say it waits")
+        holder.execute("ROLLBACK")
+
+    stderr = sys.stderr  # capsys's buffer, looked at from the releasing thread
     beat = loop.submit(heartbeat())
-    threading.Timer(2.0, lambda: holder.execute("ROLLBACK")).start()
+    threading.Thread(target=release, daemon=True).start()
     try:
         out = sweep(service.client, prompts(8), ledger)
     finally:
