@@ -365,7 +365,9 @@ def test_a_lost_redis_falls_back_to_local_limits_with_one_warning(tmp_path: Path
 BUSY = "import time\nend = time.time() + 120\nwhile time.time() < end:\n    pass\n"
 
 
-def test_a_300_row_sweep_beside_two_busy_processes_meets_no_429s(tmp_path: Path) -> None:
+def test_a_120_row_sweep_beside_two_busy_processes_meets_no_429s(tmp_path: Path) -> None:
+    """At x600 a window is 0.1 s real, so on a loaded machine every request is late on its slot for
+    many windows in a row (300 rows added nothing but 16 s of two busy cores to the suite)."""
     busy = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(2)]
     try:
         with Sandbox(SandboxConfig(time_scale=600.0, seed=4)) as sandbox:
@@ -376,7 +378,7 @@ def test_a_300_row_sweep_beside_two_busy_processes_meets_no_429s(tmp_path: Path)
                 ledger=str(tmp_path / "l.sqlite"),
                 limits=Limits(time_scale=600.0),
             )
-            rows = pd.DataFrame({"prompt": [f"a busy machine, take {i}" for i in range(300)]})
+            rows = pd.DataFrame({"prompt": [f"a busy machine, take {i}" for i in range(120)]})
             out = rows.mediagen.run(MODEL, client=client, progress=False)
             assert (out["status"] == "succeeded").all()
             assert over_limit(sandbox) == (0, 0)
