@@ -45,12 +45,14 @@ LATE_WAKES = 3  # slots given up in a row for waking up too late, before a reque
 
 @dataclass(frozen=True)
 class Slot:
-    """A request's booked slot: when it may go (this machine's clock), its stamp in the store, and the
-    windows it is booked in (none for a catalog read)."""
+    """A request's booked slot: when it may go (this machine's clock), its stamp in the store, the
+    windows it is booked in (none for a catalog read), and how much earlier the slot may have been
+    (:class:`Booking`'s ``skew``)."""
 
     at: float
     stamp: float
     windows: list[Window]
+    skew: float = 0.0
 
 
 class Core:
@@ -162,7 +164,7 @@ class Core:
                 late += 1
                 continue
             index = booking.index if only is None else only
-            slot = Slot(booking.at, booking.stamp, choices[booking.index])
+            slot = Slot(booking.at, booking.stamp, choices[booking.index], booking.skew)
             return Call(**{**call.__dict__, "key": self.settings.keys[index]}), slot
 
     def requests(self, endpoint: str, count: int) -> Op[Secret]:
@@ -218,7 +220,7 @@ class Core:
                     error = errors.ConnectionFailed(f"{what}: {exc or type(exc).__name__}")
             else:
                 if call.kind != CATALOG and not call.hold:  # a long poll's time is the service's
-                    spread = self.clock.now() - slot.at  # how late it went, plus its round trip
+                    spread = self.clock.now() - slot.at + slot.skew  # how late it went, and its round trip
                     self.latency.record(spread)
                     yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried

@@ -68,12 +68,15 @@ class Booking:
     ``at`` is the same moment on this machine's clock (``time.time()``): the caller waits until then,
     however long the answer took to reach it, so a request never goes earlier than its slot.
     ``stamp`` is the slot on the store's own clock, which names it to :meth:`Store.confirm`.
+    ``skew`` is how much earlier than ``at`` the slot may have been on this machine's clock (Redis's
+    clock is read through a round trip): a request's spread counts it.
     """
 
     index: int | None
     delay: float
     at: float = 0.0
     stamp: float = 0.0
+    skew: float = 0.0
 
 
 def scope_of(kind: str, base_url: str, identity: str) -> str:
@@ -288,8 +291,14 @@ class RedisStore:
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
         windows = list(dict.fromkeys(w for choice in choices for w in choice))
         for _ in range(CONTENDED):
+            before = time.time()
             now_text, *read = self._read(keys=[name for w in windows for name in _names(w)])
-            here, now = time.time(), float(now_text)  # Redis's clock is not this machine's
+            # Redis's clock is not this machine's: its "now" is read at some moment between before and
+            # here, so a slot is waited for as if read at here (never early) and its spread counts the
+            # rest (a late answer, a thread waiting for the GIL: else a request reached the service
+            # later than its stamp said, and one a window after it came too soon, a 429).
+            here, now = time.time(), float(now_text)
+            skew = here - before
             paused = {w: float(p) for w, (p, _, _) in zip(windows, read, strict=True)}
             counters = {w: c for w, (_, c, _) in zip(windows, read, strict=True)}
             stamps = {w: _stamps(w, flat) for w, (_, _, flat) in zip(windows, read, strict=True)}
@@ -298,12 +307,12 @@ class RedisStore:
             if slot > horizon:
                 return Booking(None, slot - horizon, here + slot - horizon)
             chosen = choices[best]
-            args: list[Any] = [repr(slot), repr(margin), repr(now)]
+            args: list[Any] = [repr(slot), repr(margin + skew), repr(now)]
             for w in chosen:
-                args += [counters[w], KEEP * w.seconds + margin]
+                args += [counters[w], KEEP * w.seconds + margin + skew]
             keys = [name for w in chosen for name in _names(w)[::2]]
             if self._book(keys=keys, args=args):
-                return Booking(best, max(0.0, slot - now), here + max(0.0, slot - now), slot)
+                return Booking(best, max(0.0, slot - now), here + max(0.0, slot - now), slot, skew)
         raise self._contended(f"{CONTENDED} bookings in a row overtaken by other processes")
 
     def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
