@@ -20,16 +20,20 @@ start to the last read (the last generation's own run time, a few seconds, keeps
 
 "start rate" is the starts a window the sandbox charged between the first start and the last, as a
 share of the account's 60: the part of the binding limit the scheduler used while it was starting
-work, leaving out what no scheduler can fill (interpreter and catalog start-up, the tail). At x60 a
-process's 2.5 real seconds of start-up alone are 150 simulated seconds, so "of bound" stays well
-under 1 for short sweeps whatever the scheduler does.
+work, leaving out the sweep's own start-up (lazy imports, the catalog, the ledger) and the tail.
 
-Targets: two processes on one key <= 1.10x the baseline and four <= 1.15x; the team cases' start
-rate >= 0.90; zero 429s everywhere and 2.00 requests per generation. ``--cpu-hog`` runs every case
+The default clock is x20: a sweep's start-up takes about 0.5 real seconds whatever the clock, which
+is 10 simulated seconds at x20 and 30 at x60, so at x60 "of bound" of a 240-row sweep stays near
+0.83 whatever the scheduler does (measured 2026-11-27: 0.82-0.84, start rate 0.94-0.98). x60 with
+``--cpu-hog`` is the harder test of the 429s: a window is one real second, and a late wake-up of
+a loaded process is three times as many simulated seconds.
+
+Targets: two processes on one key <= 1.10x the baseline and four <= 1.15x; the team cases >= 0.90
+of the bound; zero 429s everywhere and 2.00 requests per generation. ``--cpu-hog`` runs every case
 beside one busy process per core (``yes > /dev/null``, killed at the end): the target is still zero
 429s (the ratios then measure a machine with less CPU than it has cores busy).
 
-    .venv/bin/python benchmarks/shared_limits.py [--rows 240] [--time-scale 60] [--cpu-hog] [--only team]
+    .venv/bin/python benchmarks/shared_limits.py [--rows 240] [--time-scale 20] [--cpu-hog] [--only team]
 """
 
 import argparse
@@ -53,7 +57,7 @@ from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 MODEL = "flare-1-swift"  # flat price, about 5 s a run
 TARGETS = {2: 1.10, 4: 1.15}  # makespan against the baseline, one key shared by that many processes
-TEAM_TARGET = 0.90  # start rate of processes with keys of their own on one account
+TEAM_TARGET = 0.90  # of the bound, for processes with keys of their own on one account
 REQUESTS_PER_GENERATION = 2  # one start and one read
 
 WORKER = """
@@ -159,7 +163,7 @@ def cpu_hog() -> list[subprocess.Popen[bytes]]:
 def verdict(result: dict[str, Any], processes: int, url: str, own_keys: bool, ratio: float) -> str:
     """What the case's target says of it (empty: the case has none)."""
     if own_keys:
-        met = result["start_rate"] >= TEAM_TARGET
+        met = result["of_bound"] >= TEAM_TARGET
         return " met" if met else f" MISSED {TEAM_TARGET:.2f} of bound"
     target = TARGETS.get(processes) if url != "memory" else None
     return "" if target is None else (" met" if ratio <= target else f" MISSED {target}x")
@@ -168,7 +172,7 @@ def verdict(result: dict[str, Any], processes: int, url: str, own_keys: bool, ra
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=240)
-    parser.add_argument("--time-scale", type=float, default=60.0)
+    parser.add_argument("--time-scale", type=float, default=20.0)
     parser.add_argument("--cpu-hog", action="store_true", help="run beside one busy process per core")
     parser.add_argument("--only", help="run the baseline and the cases whose name holds this word")
     args = parser.parse_args()
