@@ -160,8 +160,11 @@ def cpu_hog() -> list[subprocess.Popen[bytes]]:
     ]
 
 
-def verdict(result: dict[str, Any], processes: int, url: str, own_keys: bool, ratio: float) -> str:
-    """What the case's target says of it (empty: the case has none)."""
+def verdict(result: dict[str, Any], processes: int, url: str, own_keys: bool, ratio: float, hog: bool) -> str:
+    """What the case's target says of it (empty: the case has none). Beside a CPU hog the target is
+    zero 429s only: the ratios then measure a machine with less CPU than it has cores busy."""
+    if hog:
+        return " met" if result["429s"] == 0 else " MISSED 0 429s"
     if own_keys:
         met = result["of_bound"] >= TEAM_TARGET
         return " met" if met else f" MISSED {TEAM_TARGET:.2f} of bound"
@@ -208,7 +211,7 @@ def main() -> None:
                 f"{name:<42} {result['makespan']:>8.0f}s {ratio:>5.2f}x {result['of_bound']:>8.2f} "
                 f"{result['start_rate']:>10.2f} {result['first_done']:>9.0f}s "
                 f"{result['per_generation']:>8.2f} {result['429s']:>5}"
-                f"{verdict(result, processes, url, own_keys, ratio)}"
+                f"{verdict(result, processes, url, own_keys, ratio, bool(hog))}"
             )
     finally:
         for process in hog:
