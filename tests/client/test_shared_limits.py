@@ -39,13 +39,15 @@ SCALE = 60.0  # a 60-second window is 1 s real
 MODEL = "flare-1-swift"  # flat price, a few seconds a run
 PER_WORKER = 90  # requests each worker sends: two workers need three windows of one key
 
-# A worker: sends N estimates (one request each, on the per-key limit) or N starts, or runs a sweep of
-# N rows (a start and a read each), then says done.
+# A worker: once every worker is ready, sends N estimates (one request each, on the per-key limit) or N
+# starts, or runs a sweep of N rows (a start and a read each), then says done.
 WORKER = """
 import sys
 import mediagen_nb as mg
 client = mg.Client()
 what, n, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+print("ready", flush=True)
+sys.stdin.readline()
 if what == "sweep":
     import pandas as pd
     rows = pd.DataFrame({"prompt": [f"{tag} {i}" for i in range(n)]})
@@ -84,7 +86,9 @@ def over_limit(sandbox: Sandbox) -> tuple[int, int]:
 def workers(
     sandbox: Sandbox, keys: list[str], what: str, n: int, limits_url: str, account: str | None = None
 ) -> list[subprocess.Popen[str]]:
-    """Start one worker per key (a key may repeat), all sharing the windows at ``limits_url``."""
+    """Start one worker per key (a key may repeat), all sharing the windows at ``limits_url``; they send
+    together once all are ready. (Started one by one on a loaded machine, two workers of 45 starts
+    each at x60 could finish apart, and the test that needs them at once met no 429.)"""
     started = []
     for index, key in enumerate(keys):
         env = {
@@ -100,11 +104,21 @@ def workers(
             subprocess.Popen(
                 [sys.executable, "-c", WORKER, what, str(n), f"worker {index} {time.time()}"],
                 env=env,
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
         )
+    for process in started:
+        assert process.stdout is not None and process.stdin is not None
+        if process.stdout.readline().strip() != "ready":
+            process.kill()
+            raise AssertionError(f"a worker did not start: {process.communicate()[1][-2000:]}")
+    for process in started:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
     return started
 
 
