@@ -452,14 +452,14 @@ def test_a_redis_booking_counts_the_read_of_redis_s_clock_in_its_spread(redis_ur
 
 
 def test_a_429_pauses_the_key_in_redis_for_every_machine(redis_url: str) -> None:
-    first = limits_store.Failover(limits_store.RedisStore(redis_url), SQLiteStore(":memory:"))
-    second = limits_store.Failover(
-        limits_store.RedisStore(redis_url), SQLiteStore(":memory:")
-    )  # another machine
     """The other machine books no slot before the pause ends, on Redis's clock. (It asserted that its slot
     was at least 0.45 s of wall time away: on a loaded CI machine its first Redis call took 0.1 s.)"""
     import redis
 
+    first = limits_store.Failover(limits_store.RedisStore(redis_url), SQLiteStore(":memory:"))
+    second = limits_store.Failover(
+        limits_store.RedisStore(redis_url), SQLiteStore(":memory:")
+    )  # another machine
     window = Window(scope_of("key", "http://service", "k"), 60, 1.0)
     first.pause(window, 0.5)
     till = float(redis.Redis.from_url(redis_url).get(f"mediagen:p:{window.scope}") or 0)
