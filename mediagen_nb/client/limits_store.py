@@ -299,6 +299,7 @@ class RedisStore:
             # later than its stamp said, and one a window after it came too soon, a 429).
             here, now = time.time(), float(now_text)
             skew = here - before
+            spread = margin + skew
             paused = {w: float(p) for w, (p, _, _) in zip(windows, read, strict=True)}
             counters = {w: c for w, (_, c, _) in zip(windows, read, strict=True)}
             stamps = {w: _stamps(w, flat) for w, (_, _, flat) in zip(windows, read, strict=True)}
@@ -307,9 +308,9 @@ class RedisStore:
             if slot > horizon:
                 return Booking(None, slot - horizon, here + slot - horizon)
             chosen = choices[best]
-            args: list[Any] = [repr(slot), repr(margin + skew), repr(now)]
+            args: list[Any] = [repr(slot), repr(spread), repr(now)]
             for w in chosen:
-                args += [counters[w], KEEP * w.seconds + margin + skew]
+                args += [counters[w], KEEP * w.seconds + spread]
             keys = [name for w in chosen for name in _names(w)[::2]]
             if self._book(keys=keys, args=args):
                 return Booking(best, max(0.0, slot - now), here + max(0.0, slot - now), slot, skew)
