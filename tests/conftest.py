@@ -82,11 +82,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Order the files for the workers; tests within a file keep their order."""
-    files = Counter(item.nodeid.split("::", 1)[0] for item in items)
-    waiting = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("realtime")}
+
+    def file_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    files = Counter(file_of(item) for item in items)
+    waiting = {file_of(item) for item in items if item.get_closest_marker("realtime")}
 
     def rank(item: pytest.Item) -> tuple[bool, bool, int]:
-        file = item.nodeid.split("::", 1)[0]
+        file = file_of(item)
         return file not in waiting, not file.startswith(LONGEST_FIRST), -files[file]
 
     items.sort(key=rank)
