@@ -174,13 +174,18 @@ def test_without_sharing_the_same_two_processes_meet_429s(service: Sandbox) -> N
     assert over_limit(service)[0] > 0
 
 
-def test_two_keys_of_one_account_share_its_start_limit(service: Sandbox, tmp_path: Path) -> None:
-    keys = [new_key(service, "one"), new_key(service, "two")]
-    shared = str(tmp_path / "limits.sqlite")
-    finish(workers(service, keys, "start", 45, shared, account="demo-team"))  # 90 starts: 1.5 windows
-    assert over_limit(service) == (0, 0)
-    finish(workers(service, keys, "start", 45, shared))  # no account named: each key is its own
-    assert over_limit(service)[1] > 0
+def test_two_keys_of_one_account_share_its_start_limit(tmp_path: Path) -> None:
+    """At x6 (a window is 10 s real): the control without the account must send more than the
+    account's 60 starts a window, which at x60 needed 60 starts a real second, and a loaded CI machine
+    sent fewer (it met no 429)."""
+    with Sandbox(SandboxConfig(time_scale=6.0, seed=3)) as service:
+        control(service, "sandbox_account", {"balance": 1_000_000})
+        keys = [new_key(service, "one"), new_key(service, "two")]
+        shared = str(tmp_path / "limits.sqlite")
+        finish(workers(service, keys, "start", 45, shared, account="demo-team"))  # 90 starts: 1.5 windows
+        assert over_limit(service) == (0, 0)
+        finish(workers(service, keys, "start", 45, shared))  # no account named: each key is its own
+        assert over_limit(service)[1] > 0
 
 
 def test_a_read_fills_the_gap_its_keys_start_left_behind_the_account(tmp_path: Path) -> None:
