@@ -59,7 +59,9 @@ def __getattr__(name: str) -> Any:
         return sorted({*_LAZY, "__version__", *importlib.import_module("mediagen_nb.client").__all__})
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
-    if not name.startswith("_"):  # the client's public names (Client, Generation, errors, ...)
+    # The client's public names (Client, Generation, errors, ...). A submodule's name is not one: asked
+    # by ``from mediagen_nb import agent_cli`` before the submodule loads, it must not load the client.
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is None:
         client = importlib.import_module("mediagen_nb.client")
         if name in client.__all__:
             return getattr(client, name)
