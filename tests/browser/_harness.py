@@ -50,6 +50,8 @@ LAB_SETTINGS = {
         "checkForUpdates": False,
     },
 }
+# No build check: every page load would ask the server for one, which runs `node yarn config` three times.
+PAGE_CONFIG = {"buildCheck": False, "buildAvailable": False}
 # The setting a user turns on for a saved notebook to keep its widgets (off by default).
 SAVE_WIDGET_STATE = {"@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True}}
 
@@ -92,6 +94,11 @@ def copy_notebooks(source: Path, target: Path) -> None:
         path.write_text(json.dumps(notebook, indent=1), encoding="utf-8")
 
 
+def config_dir(home: Path) -> Path:
+    """The test server's ``JUPYTER_CONFIG_DIR`` in ``home``."""
+    return home / "jupyter-config"
+
+
 def server_env(home: Path) -> dict[str, str]:
     """The server's (and so the kernel's) environment: no MEDIAGEN_* but a fast sandbox clock, and the
     user's folders in ``home`` (so the kernels' kept sandbox is this server's own)."""
@@ -104,7 +111,7 @@ def server_env(home: Path) -> dict[str, str]:
         HOME=str(home),
         XDG_DATA_HOME=str(home / ".local" / "share"),
         XDG_CACHE_HOME=str(home / ".cache"),
-        JUPYTER_CONFIG_DIR=str(home / "jupyter-config"),
+        JUPYTER_CONFIG_DIR=str(config_dir(home)),
         JUPYTER_DATA_DIR=str(home / "jupyter-data"),
         JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"),
         IPYTHONDIR=str(home / "ipython"),
@@ -208,6 +215,9 @@ def lab_arguments(home: Path, save_widget_state: bool = False) -> list[str]:
         target = settings_dir / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values), encoding="utf-8")
+    page_config = config_dir(home) / "labconfig" / "page_config.json"
+    page_config.parent.mkdir(parents=True, exist_ok=True)
+    page_config.write_text(json.dumps(PAGE_CONFIG), encoding="utf-8")
     return [
         "--expose-app-in-browser",
         f"--LabApp.user_settings_dir={settings_dir}",
