@@ -481,3 +481,21 @@ def test_previews_are_cards_with_the_model_id() -> None:
     assert MediaStore().read_sync("preview-gpt-image-2.png") == found
     other = store.read_sync("preview-zonos2.png")
     assert other is not None and other[0] != found[0]
+
+
+PYAV_CHILD = """
+import sys
+from array import array
+import mediagen_nb.sandbox.server
+from mediagen_nb.sandbox.media import encoding
+print("av" in sys.modules)
+encoding.mp3_bytes(array("h", [0] * 1600))
+print("av" in sys.modules)
+"""
+
+
+def test_pyav_loads_with_the_first_mp3_or_mp4_not_with_the_server() -> None:
+    """A sandbox that serves only images (most kept sandboxes of the CLI) never pays PyAV's import."""
+    done = subprocess.run([sys.executable, "-c", PYAV_CHILD], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]

@@ -1,4 +1,8 @@
-"""Encoding PCM and frames into files: WAV (stdlib), MP3 (libmp3lame) and H.264/AAC MP4 (PyAV)."""
+"""Encoding PCM and frames into files: WAV (stdlib), MP3 (libmp3lame) and H.264/AAC MP4 (PyAV).
+
+PyAV (about 0.1 s to import) loads on the first MP3 or MP4, so a sandbox that serves only images never
+loads it.
+"""
 
 import io
 import os
@@ -8,9 +12,12 @@ import wave
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import av
 from PIL import Image
+
+if TYPE_CHECKING:
+    import av
 
 SAMPLE_RATE = 16_000  # synthesized PCM: 16 kHz mono 16-bit
 ENCODED_RATE = 48_000  # MP3/AAC rate: short codec frames keep the measured length within ~0.05 s
@@ -30,8 +37,12 @@ def wav_bytes(samples: array) -> bytes:
     return buffer.getvalue()
 
 
-def _audio_stream(container: av.container.OutputContainer, codec: str, bit_rate: int) -> av.audio.AudioStream:
+def _audio_stream(
+    container: "av.container.OutputContainer", codec: str, bit_rate: int
+) -> "av.audio.AudioStream":
     """Add a mono 48 kHz `codec` stream; PyAV resamples the 16 kHz frames fed to it."""
+    import av
+
     stream = container.add_stream(codec, rate=ENCODED_RATE)
     assert isinstance(stream, av.AudioStream)
     stream.layout = "mono"
@@ -40,13 +51,15 @@ def _audio_stream(container: av.container.OutputContainer, codec: str, bit_rate:
 
 
 def _feed_audio(
-    container: av.container.OutputContainer,
-    stream: av.audio.AudioStream,
+    container: "av.container.OutputContainer",
+    stream: "av.audio.AudioStream",
     samples: array,
     start: int,
     stop: int,
 ) -> int:
     """Encode and mux `samples[start:stop]` in 1024-sample frames; return `stop` as the next start."""
+    import av
+
     for offset in range(start, stop, 1024):
         chunk = samples[offset : min(offset + 1024, stop)]
         frame = av.AudioFrame(format="s16", layout="mono", samples=len(chunk))
@@ -59,6 +72,8 @@ def _feed_audio(
 
 def mp3_bytes(samples: array) -> bytes:
     """Encode 16 kHz PCM as a 48 kHz mono MP3 with libmp3lame."""
+    import av
+
     buffer = io.BytesIO()
     with av.open(buffer, "w", format="mp3") as container:
         stream = _audio_stream(container, "libmp3lame", 64_000)
@@ -74,6 +89,8 @@ def mp4_bytes(
 
     The mp4 muxer's faststart pass re-reads its output, which needs a real file, so it goes via a temp dir.
     """
+    import av
+
     with tempfile.TemporaryDirectory(prefix="mediagen-") as tmp:
         path = os.path.join(tmp, "out.mp4")
         with av.open(path, "w", format="mp4", options={"movflags": "+faststart"}) as container:

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-import av
-
 from mediagen_nb.protocol import messages, schema
 from mediagen_nb.sandbox.media import measure_seconds
 from mediagen_nb.sandbox.responses import bad_request
@@ -85,6 +83,8 @@ def classify(url: Any) -> Source:
 
 def probe(data: bytes, ext: str) -> tuple[float | None, str | None]:
     """Length (``.mp4``/``.mov`` as the service meters MP4, ``.webm`` by container) and frame shape."""
+    import av  # about 0.1 s, loaded by the first upload it probes
+
     seconds = measure_seconds(data, ".mp4") if ext in (".mp4", ".mov") else None
     aspect = None
     try:
