@@ -36,6 +36,9 @@ def arguments(p: argparse.ArgumentParser, command: str) -> None:
 def balance(args: argparse.Namespace) -> int:
     from mediagen_nb.client import AuthenticationError, current
     from mediagen_nb.client.balance import balance as read
+    from mediagen_nb.protocol import sdk
+
+    sdk.own_process()
 
     try:
         found = read(current())

@@ -301,11 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="the port it had (taken: any free one)")
     p.add_argument("--time-scale", type=float, default=30.0, help="simulated seconds per real second")
     args = p.parse_args(argv)
-    from mediagen_nb.sandbox import agent
+    from mediagen_nb.protocol import sdk
     from mediagen_nb.sandbox.server import Sandbox
     from mediagen_nb.sandbox.state import StateError
 
-    agent.own_process()
+    sdk.own_process()
     where = args.data_dir.resolve()
     try:
         sandbox = Sandbox(time_scale=args.time_scale, data_dir=where)

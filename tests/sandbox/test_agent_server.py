@@ -366,20 +366,22 @@ def test_making_a_sandbox_does_not_load_the_sdk() -> None:
 
 OWN_PROCESS_CHILD = """
 import sys, time
-from mediagen_nb.sandbox import agent
-agent.own_process()
+from mediagen_nb.protocol import sdk
+sdk.own_process()
 started = time.process_time()
 server = __import__("importlib").import_module("mediagen_nb.sandbox.agent.server")
 server.AgentEndpoint()
+from mediagen_nb.client import agent
+agent._sdk()
 import jsonschema
 print(getattr(sys.modules.get("rfc3987_syntax"), "__file__", None), round(time.process_time() - started, 1))
 jsonschema.validate({"n": 1}, {"type": "object", "properties": {"n": {"type": "integer"}}})
 """
 
 
-def test_a_sandbox_in_its_own_process_loads_the_sdk_without_the_iri_grammar() -> None:
-    """The kept sandbox and ``mediagen sandbox`` load the SDK without jsonschema's "iri" grammar (2.5 s
-    of CPU to build, for format checks nothing there makes); the SDK and jsonschema work as before."""
+def test_a_process_of_our_own_loads_the_sdk_without_the_iri_grammar() -> None:
+    """The kept sandbox, ``mediagen sandbox`` and ``mediagen balance`` load the SDK (server and client)
+    without jsonschema's "iri" grammar: 2.5 s of CPU to build, for format checks neither makes."""
     done = subprocess.run(
         [sys.executable, "-c", OWN_PROCESS_CHILD], capture_output=True, text=True, timeout=120
     )

@@ -9,14 +9,13 @@
   of CPU to import (it builds jsonschema's grammars), so a sandbox loads it on its first ``/mcp``
   request (:class:`Loading`), off its event loop: a sandbox no agent calls never pays for it, and
   nothing but that first request waits. A sandbox in a process of its own skips the grammar that is
-  most of that cost (:func:`own_process`).
+  most of that cost (``protocol/sdk.py``).
 """
 
 import asyncio
 import contextlib
 import importlib
 import importlib.util
-import sys
 from collections.abc import AsyncIterator
 from typing import Protocol
 
@@ -104,18 +103,6 @@ class Loading:
             await error_response(500, self.failure)(scope, receive, send)
         else:
             await error_response(503, messages.AGENT_NOT_RUNNING)(scope, receive, send)
-
-
-IRI_GRAMMAR = "rfc3987_syntax"  # jsonschema's optional grammar for the "iri" formats
-
-
-def own_process() -> None:
-    """Called first by a process that only serves a sandbox (the kept one, ``mediagen sandbox``): its SDK
-    loads without jsonschema's optional "iri" format checks, whose grammar (38 Earley parsers) takes 2.5
-    s of CPU to build; neither the SDK's server nor the sandbox checks formats. jsonschema then treats
-    the grammar as not installed. Never called where other code runs (a kernel, an in-process sandbox)."""
-    if IRI_GRAMMAR not in sys.modules:
-        sys.modules[IRI_GRAMMAR] = None  # type: ignore[assignment]  # None: "not installed" to import
 
 
 def agent() -> Agent:
