@@ -1,5 +1,5 @@
-"""Small things several test modules need: a WAV of quiet sound, a free loopback port, an S3 server, and
-``mediagen`` run in a process of its own with a newcomer's environment.
+"""Small things several test modules need: a WAV of quiet sound, a free loopback port, an S3 server,
+``mediagen`` run in a process of its own with a newcomer's environment, and a snippet in a fresh Python.
 
 Importable from any test module (``from _shared import wav``), as ``_hostile.py`` is.
 """
@@ -54,6 +54,13 @@ def run_mediagen(
     )
     assert "Traceback" not in done.stdout + done.stderr, done.stderr
     return done
+
+
+def fresh_python(code: str, cwd: Path | None = None) -> str:
+    """What ``code`` printed, run in a fresh interpreter (what it imports, from nothing); it must exit 0."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _shared import environment, run_mediagen, unused_port
+from _shared import environment, fresh_python, run_mediagen, unused_port
 
 from mediagen_nb import __version__
 from mediagen_nb.protocol.paths import path
@@ -72,11 +72,8 @@ print(sorted(m for m in ("httpx", "mediagen_nb.client", "pandas", "mcp") if m in
 def test_help_version_and_completion_load_no_client(tmp_path: Path) -> None:
     """``mediagen``, ``--help``, ``--version`` and ``completion`` load neither the client nor httpx: 0.08 s
     instead of 0.5 (``from mediagen_nb import agent_cli`` once loaded the whole client first)."""
-    done = subprocess.run(
-        [sys.executable, "-c", LIGHT_CHILD], capture_output=True, text=True, timeout=60, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]", done.stdout
+    loaded = fresh_python(LIGHT_CHILD, cwd=tmp_path)
+    assert loaded.strip() == "[]", loaded
 
 
 def test_models_and_model_as_text_and_json(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -2,9 +2,9 @@
 
 import inspect
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from _shared import fresh_python
 
 import mediagen_nb as mg
 from mediagen_nb import client
@@ -53,6 +53,4 @@ def test_every_name_the_docs_use_exists() -> None:
 
 def test_star_import_gives_the_flat_api() -> None:
     code = "from mediagen_nb import *; print(Client.__name__, template.__name__, ValidationError.__name__)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["Client", "template", "ValidationError"]
+    assert fresh_python(code).split() == ["Client", "template", "ValidationError"]

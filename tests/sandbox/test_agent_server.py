@@ -3,13 +3,12 @@ their schemas, every tool run with its money checked on the sandbox's own ledger
 
 import importlib
 import json
-import subprocess
-import sys
 from typing import Any
 
 import httpx
 import pytest
 from _agent import advance, agent, balance, call, ledger, net, pkce, refusal, sign_in
+from _shared import fresh_python
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
@@ -360,8 +359,7 @@ async def test_the_agent_server_serves_again_after_a_restart() -> None:
 def test_making_a_sandbox_does_not_load_the_sdk() -> None:
     """The SDK takes seconds to import: a sandbox made (and an in-process one used) never waits for it."""
     child = "import sys\nfrom mediagen_nb.sandbox import Sandbox\nSandbox()\nprint('mcp' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
+    assert fresh_python(child).strip() == "False"
 
 
 OWN_PROCESS_CHILD = """
@@ -382,11 +380,7 @@ jsonschema.validate({"n": 1}, {"type": "object", "properties": {"n": {"type": "i
 def test_a_process_of_our_own_loads_the_sdk_without_the_iri_grammar() -> None:
     """The kept sandbox, ``mediagen sandbox`` and ``mediagen balance`` load the SDK (server and client)
     without jsonschema's "iri" grammar: 2.5 s of CPU to build, for format checks neither makes."""
-    done = subprocess.run(
-        [sys.executable, "-c", OWN_PROCESS_CHILD], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    grammar, seconds = done.stdout.split()
+    grammar, seconds = fresh_python(OWN_PROCESS_CHILD).split()
     assert grammar == "None", f"the grammar loaded from {grammar} ({seconds} s of CPU)"
 
 
