@@ -367,7 +367,7 @@ import sys, time
 from mediagen_nb.protocol import sdk
 sdk.own_process()
 started = time.process_time()
-server = __import__("importlib").import_module("mediagen_nb.sandbox.agent.server")
+from mediagen_nb.sandbox.agent import server
 server.AgentEndpoint()
 from mediagen_nb.client import agent
 agent._sdk()
