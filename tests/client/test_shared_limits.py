@@ -471,7 +471,8 @@ def test_a_429_pauses_the_key_in_redis_for_every_machine(redis_url: str) -> None
     )  # another machine
     window = Window(scope_of("key", "http://service", "k"), 60, 1.0)
     first.pause(window, 0.5)
-    till = float(redis.Redis.from_url(redis_url).get(f"mediagen:p:{window.scope}") or 0)
+    _, pause_key, _ = limits_store._names(window)
+    till = float(redis.Redis.from_url(redis_url).get(pause_key) or 0)
     booking = second.reserve([[window]], margin=0.0)
     assert till > 0 and booking.index == 0 and booking.stamp >= till
 
