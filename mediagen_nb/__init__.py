@@ -61,9 +61,12 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(_LAZY[name]), name)
     # The client's public names (Client, Generation, errors, ...). A submodule's name is not one: asked
     # by ``from mediagen_nb import agent_cli`` before the submodule loads, it must not load the client.
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is None:
-        client = importlib.import_module("mediagen_nb.client")
-        if name in client.__all__:
+    # Once the client is loaded its names are looked up at once (``mg.Client`` pays no file lookup).
+    if not name.startswith("_"):
+        client = sys.modules.get("mediagen_nb.client")
+        if client is None and importlib.util.find_spec(f"{__name__}.{name}") is None:
+            client = importlib.import_module("mediagen_nb.client")
+        if client is not None and name in client.__all__:
             return getattr(client, name)
     raise AttributeError(f"module 'mediagen_nb' has no attribute {name!r}")
 
