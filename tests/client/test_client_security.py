@@ -35,6 +35,7 @@ from mediagen_nb.client import (
     Secret,
     ServerError,
     ValidationError,
+    errors,
 )
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import BearerAuth, Settings
@@ -321,6 +322,21 @@ async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         pass
     finally:
         writer.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("key pk_live_abc-123 here", "key pk_live_*** here"),
+        ('{"auth": "Bearer s3cr3t"}', '{"auth": "Bearer pk_live_***"}'),
+        ("bearer s3cr3t;", "bearer pk_live_***;"),
+        ("Authorization: Bearer pk_live_...", "Authorization: Bearer pk_live_..."),  # the spec's placeholder
+        ('{"models": ["' + "gpt-image-2 " * 20_000 + '"]}', None),  # a large answer without a key: unchanged
+    ],
+)
+def test_mask_hides_each_form_of_a_key_and_leaves_other_text_alone(text: str, shown: str | None) -> None:
+    """The regex runs only where a key's form can be (``pk_live_`` or ``earer ``): same result, less work."""
+    assert errors.mask(text) == (text if shown is None else shown)
 
 
 @pytest.fixture
