@@ -49,13 +49,16 @@ if TYPE_CHECKING:
 # A key as the service writes it (``pk_live_`` and its secret), or any token after ``Bearer ``; the spec's
 # own placeholder ``Bearer pk_live_...`` is left as it is.
 _KEYS = re.compile(r"pk_live_[A-Za-z0-9_\-]+|(?<=[Bb]earer )(?!pk_live_\.\.\.)[^\s\"',;)]+")
+# A text _KEYS can match holds one of these (a form added above needs its own here). str's search finds
+# them at once; the regex, with no literal prefix, tries every position: 5.5 ms on the catalog's 136 kB.
+_KEY_MARKS = ("pk_live_", "earer ")
 MASKED = "pk_live_***"
 
 
 def mask(text: str) -> str:
     """``text`` with every API key in it masked: for every message built from a server's words."""
-    if "pk_live_" not in text and "earer " not in text:  # what both forms need: 5.5 ms of regex saved
-        return text  # on the catalog's 136 kB, which every client reads once
+    if not any(mark in text for mark in _KEY_MARKS):
+        return text
     return _KEYS.sub(MASKED, text)
 
 

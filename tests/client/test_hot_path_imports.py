@@ -2,9 +2,9 @@
 
 httpcore and httpx import ``sniffio`` inside every async lock, event and request. anyio 4.12 stopped
 bringing it, and a failed import is not cached, so each of those calls searched sys.path again: a fifth
-of the CPU of an async sweep (encode/httpcore#1103). The package depends on sniffio itself now; this
-checks, for real HTTP (httpcore's pool) and in-process ASGI (httpx's transport), that after a warm-up
-no request asks an import finder for anything.
+of the CPU of the in-process client and batch tests (encode/httpcore#1103). The package depends on
+sniffio itself now; this checks, for real HTTP (httpcore's pool) and in-process ASGI (httpx's
+transport), that after a warm-up no request asks an import finder for anything.
 """
 
 import sys
