@@ -17,6 +17,7 @@ the notebooks then run against the service (or a sandbox) they name, and spend w
 """
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -120,3 +121,4 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         for folder in DATA.iterdir():
             _stop_sandbox(folder.name)
     _restore()
+    shutil.rmtree(SESSION, ignore_errors=True)  # the session's ledger, HOME and data folders

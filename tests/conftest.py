@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import httpx._transports.default
 import pytest
+from _cleanup import end_of_suite, suite_folder
 from _spellings import SPELLINGS, names_file
 
 from mediagen_nb.client import connection, settings
@@ -36,6 +37,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 USER_HOME = Path(os.environ.get("HOME") or Path.home())
 USER_DATA = Path(os.environ.get("XDG_DATA_HOME") or USER_HOME / ".local" / "share")
 USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or USER_HOME / ".cache")
+# ... and it cleans up after itself: every temporary folder of the session, its workers and the processes
+# they start (pytest's tmp_path included) lies in one folder, removed when the session ends, after every
+# kept sandbox started there is stopped (tests/_cleanup.py; tests/test_suite_cleanup.py checks it).
+SUITE = suite_folder()
 SESSION_HOME = Path(tempfile.mkdtemp(prefix="mediagen-home-"))
 os.environ["HOME"] = str(SESSION_HOME)
 os.environ["XDG_DATA_HOME"] = str(SESSION_HOME / ".local" / "share")
@@ -78,6 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """xdist keeps the order below (as ``--no-loadscope-reorder`` would)."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The last thing the session does (after its workers ended): stop what it left and remove its folder."""
+    end_of_suite(SUITE)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
