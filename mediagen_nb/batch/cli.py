@@ -30,8 +30,9 @@ import pandas as pd
 from mediagen_nb.batch import runner
 from mediagen_nb.batch.download import download
 from mediagen_nb.batch.gallery import Gallery
-from mediagen_nb.batch.plan import FilesFrom, MappingError, MappingWarning, loose
+from mediagen_nb.batch.plan import FilesFrom, MappingError, MappingWarning, resolve_columns
 from mediagen_nb.batch.template import template
+from mediagen_nb.batch.words import CLI, speaking
 from mediagen_nb.client import MediagenError
 
 SPREADSHEETS = (".xlsx", ".xlsm", ".xls")
@@ -123,12 +124,13 @@ def write_table(df: pd.DataFrame, path: Path) -> None:
 
 
 def _pairs(items: list[str], option: str, shape: str) -> dict[str, str]:
+    """NAME=VALUE pairs; NAME as written (a sheet's column may end in a space), VALUE after the first =."""
     pairs = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise Refused(f"{option} {item!r}: write it as {shape}")
-        pairs[name.strip()] = value
+        pairs[name if option == "--map" else name.strip()] = value.strip() if option == "--map" else value
     return pairs
 
 
@@ -140,15 +142,11 @@ def _value(text: str) -> Any:
         return text
 
 
-def mapping(items: list[str], frame: pd.DataFrame) -> dict[str, str] | None:
-    """``--map COLUMN=FIELD`` pairs (the direction of DataFrame.rename); one written backwards is refused."""
-    pairs = _pairs(items, "--map", "COLUMN=FIELD")
-    columns = {str(c) for c in frame.columns}
-    near = {loose(c) for c in columns}
-    for column, field in pairs.items():
-        if column not in columns and field in columns and loose(column) not in near:
-            raise Refused(f"--map {column}={field}: the map goes COLUMN=FIELD; write --map {field}={column}")
-    return pairs or None
+def mapping(items: list[str]) -> dict[str, str] | None:
+    """``--map COLUMN=FIELD`` pairs (the direction of DataFrame.rename). COLUMN is found as in every
+    sweep (:mod:`mediagen_nb.batch.columns`): ``--map "Prompt Text =prompt"`` and ``--map "prompt
+    text=prompt"`` both name a column ``Prompt Text ``; a pair written backwards is refused with the swap."""
+    return _pairs(items, "--map", "COLUMN=FIELD") or None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -228,9 +226,39 @@ def causes(
     return lines
 
 
+def other_sheets(args: argparse.Namespace, columns: dict[str, str] | None, constants: dict[str, Any]) -> str:
+    """``; sheet 'Prompts' matches: pass --sheet Prompts`` when the columns that did not fit the sheet
+    read would fit another sheet of the workbook (its first one, unless --sheet said otherwise)."""
+    if args.table.suffix.lower() not in SPREADSHEETS:
+        return ""
+    from mediagen_nb.client.connection import current
+
+    try:
+        headers = pd.read_excel(args.table, sheet_name=None, nrows=0)
+        model = current().model(args.model)
+    except (ValueError, OSError, MediagenError):
+        return ""
+    read = args.sheet or next(iter(headers), None)
+    fitting = []
+    for name, header in headers.items():
+        if name == read:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MappingWarning)
+                resolve_columns(model, [str(c) for c in header.columns], columns, constants)
+        except MappingError:
+            continue
+        fitting.append(str(name))
+    if not fitting:
+        return ""
+    listed = ", ".join(repr(name) for name in fitting)
+    return f"; {args.table.name}'s sheet {listed} would: pass {CLI.option('sheet', fitting[0])}"
+
+
 def sweep(args: argparse.Namespace) -> int:
     df = read_table(args.table, args.sheet, args.encoding)
-    columns = mapping(args.map, df)
+    columns = mapping(args.map)
     constants: dict[str, Any] = {k: _value(v) for k, v in _pairs(args.set, "--set", "FIELD=VALUE").items()}
     try:
         constants |= {k: template(v) for k, v in _pairs(args.template, "--template", "FIELD=PATTERN").items()}
@@ -243,10 +271,20 @@ def sweep(args: argparse.Namespace) -> int:
         files_from = FilesFrom.of(args.table.parent, args.files_from, "--files-from")
     except MappingError as exc:
         raise Refused(exc.message) from None
-    with _one_line_warnings():
-        priced = runner.estimate(
-            df, args.model, columns, budget=args.budget, show=False, allow_files_from=files_from, **constants
-        )
+    try:
+        with _one_line_warnings():
+            priced = runner.estimate(
+                df,
+                args.model,
+                columns,
+                budget=args.budget,
+                show=False,
+                allow_files_from=files_from,
+                **constants,
+            )
+    except MappingError as exc:
+        hint = other_sheets(args, columns, constants) if exc.field != "prefix" else ""
+        raise Refused(exc.message + hint) from None
     print(priced.attrs["mediagen_estimate"])
     if args.estimate:
         if args.out:
@@ -332,10 +370,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         args.outcome = {}
-        with redirect_stdout(sys.stderr) if as_json else nullcontext():
+        with redirect_stdout(sys.stderr) if as_json else nullcontext(), speaking(CLI):
             code = sweep(args)
     except Refused as exc:
         return _failed(as_json, "Refused", str(exc))
+    except MappingError as exc:  # the table does not fit the model: said as a mistake to fix, in CLI words
+        return _failed(as_json, "Refused", exc.message)
     except MediagenError as exc:
         return _failed(as_json, type(exc).__name__, str(exc))
     if as_json:

@@ -12,7 +12,6 @@ import difflib
 import json
 import math
 import os
-import re
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mediagen_nb.batch.columns import loose, matching
 from mediagen_nb.batch.template import Template
+from mediagen_nb.batch.words import words
 from mediagen_nb.client import Model, ValidationError, idempotency
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import local_items
@@ -98,12 +99,13 @@ def allowed(given: "Folders | FilesFrom") -> FilesFrom:
     return given if isinstance(given, FilesFrom) else FilesFrom.of(Path.cwd(), given)
 
 
-def _fields(model: Model, wanted: Mapping[str, Any], what: str) -> None:
+def _fields(model: Model, wanted: Mapping[str, Any]) -> None:
     names = list(model.properties)
     for field in wanted:
         if field not in model.properties:
+            said = words().constant(field) if words().cli else "constants"
             raise MappingError(
-                f"{what}: {field!r} is not an input of {model.id}{did_you_mean(field, names, QUOTED)} "
+                f"{said}: {field!r} is not an input of {model.id}{did_you_mean(field, names, QUOTED)} "
                 f"(inputs: {', '.join(names)})",
                 field=field,
             )
@@ -113,17 +115,33 @@ class MappingWarning(UserWarning):
     """A column or an input that nearly matches and is not used: the warning names the fix."""
 
 
-def loose(name: str) -> str:
-    """A name as matching sees it: case, spaces, ``-`` and ``_`` ignored."""
-    return re.sub(r"[\s_\-]+", "", name).lower()
-
-
 def _swap_hint(model: Model, frame_columns: Sequence[str], column: str, field: str) -> str:
     """``; the mapping goes column -> input: write {'Prompt': 'prompt'}`` when it was written backwards."""
-    if column in model.properties and field in frame_columns:
-        swapped = f"{{{field!r}: {column!r}}}"
+    if column in model.properties and matching(field, frame_columns):
+        swapped = words().mapping(matching(field, frame_columns)[0], column)
+        if words().cli:
+            return f"; the map goes COLUMN=FIELD: write {swapped}"
         return f"; the mapping goes column -> input field (like DataFrame.rename): write {swapped}"
     return ""
+
+
+def _column(name: str, names: Sequence[str], what: str, field: str | None = None) -> str:
+    """The one column of the table that ``name`` stands for (:mod:`mediagen_nb.batch.columns`), else a
+    MappingError naming the columns."""
+    found = matching(name, names)
+    if len(found) > 1:
+        raise MappingError(
+            f"{what}: {name!r} could be any of {', '.join(map(repr, found))}; write one as it is in "
+            f"{words().table}",
+            field=field or name,
+        )
+    if not found:
+        raise MappingError(
+            f"{what}: {name!r} is not a column of {words().table}{did_you_mean(name, names, QUOTED)} "
+            f"(columns: {', '.join(map(repr, names))})",
+            field=field or name,
+        )
+    return found[0]
 
 
 def resolve_columns(
@@ -131,41 +149,43 @@ def resolve_columns(
 ) -> dict[str, str]:
     """Field -> column name (``str`` of its label): every column named like an input field (ignoring
     case, spaces, ``-`` and ``_``), plus the ``columns`` mapping (column -> field), which adds to the
-    matching and wins over it.
+    matching and wins over it. A column of the mapping or of a template is found the same way (the name
+    as it is in the table, else with case, surrounding spaces, ``-`` and ``_`` ignored).
 
     Fields given as keyword constants come from the constant, not a column. A column or a field that
-    nearly matches and is left unused gets a MappingWarning with the exact fix.
+    nearly matches and is left unused gets a MappingWarning with the exact fix. Messages speak the
+    caller's words (:mod:`mediagen_nb.batch.words`).
     """
+    said = words()
     labels = {str(c): c for c in frame_columns}
     names = list(labels)
     explicit: dict[str, str] = {}
     if isinstance(columns, Mapping):
-        explicit = {str(column): str(field) for column, field in columns.items()}
+        given = {str(column): str(field) for column, field in columns.items()}
     elif columns is not None:
         if isinstance(columns, str):
             raise MappingError(
                 f"columns: give a list of column names or a mapping, not the string {columns!r}"
             )
-        explicit = {}
+        given = {}
         for column in columns:
             match = [f for f in model.properties if loose(f) == loose(str(column))]
-            explicit[str(column)] = match[0] if match else str(column)
-    for column, field in explicit.items():
-        if column not in labels:
-            raise MappingError(
-                f"columns: {column!r} is not a column of this DataFrame"
-                f"{_swap_hint(model, names, column, field) or did_you_mean(column, names, QUOTED)} "
-                f"(columns: {', '.join(names)})",
-                field=column,
-            )
+            given[str(column)] = match[0] if match else str(column)
+    else:
+        given = {}
+    for column, field in given.items():
+        if not matching(column, names) and (hint := _swap_hint(model, names, column, field)):
+            raise MappingError(f"{said.mapping_option}: {column!r} is not a column{hint}", field=column)
+        found = _column(column, names, said.mapping_option)
         if field not in model.properties:
             hint = _swap_hint(model, names, column, field) or did_you_mean(field, model.properties, QUOTED)
             raise MappingError(
-                f"columns: {field!r} is not an input of {model.id}{hint} "
+                f"{said.mapping_option}: {field!r} is not an input of {model.id}{hint} "
                 f"(inputs: {', '.join(model.properties)})",
                 field=field,
             )
-    _fields(model, constants, "constants")
+        explicit[found] = field
+    _fields(model, constants)
     by_field: dict[str, str] = {}
     for field in model.properties:
         if field in constants or field in explicit.values():
@@ -174,7 +194,7 @@ def resolve_columns(
         if len(matches) > 1:
             raise MappingError(
                 f"columns: {', '.join(map(repr, matches))} all match input {field!r}; say which with "
-                f"columns={{{matches[0]!r}: {field!r}}}",
+                f"{said.mapping(matches[0], field)}",
                 field=field,
             )
         if matches:
@@ -183,16 +203,13 @@ def resolve_columns(
     for field, value in constants.items():
         if isinstance(value, Template):
             for column in value.columns:
-                if column not in labels:
-                    raise MappingError(
-                        f"{field}: template column {column!r} is not in this DataFrame"
-                        f"{did_you_mean(column, names, QUOTED)}",
-                        field=field,
-                    )
+                _column(column, names, f"{field}: {said.template_option} column", field)
     if not by_field and not constants:
+        example = said.mapping("COLUMN", "FIELD") if said.cli else said.mapping("Column", "field")
         raise MappingError(
-            f"no column matches an input of {model.id} (inputs: {', '.join(model.properties)}); "
-            "pass columns={'Column': 'field'} or field=value constants",
+            f"no column matches an input of {model.id} (inputs: {', '.join(model.properties)}; columns: "
+            f"{', '.join(map(repr, names))}); pass {example} "
+            f"or {said.constant()}",
         )
     _warn_near_misses(model, names, by_field, constants)
     return by_field
@@ -203,7 +220,11 @@ def _warn_near_misses(
 ) -> None:
     """Say which unused column looks like an unfilled input (``aspect`` for ``aspect_ratio``), and the fix."""
     used = {str(c) for c in by_field.values()} | {
-        c for value in constants.values() if isinstance(value, Template) for c in value.columns
+        found
+        for value in constants.values()
+        if isinstance(value, Template)
+        for c in value.columns
+        for found in matching(c, names)
     }
     unfilled = [f for f in model.properties if f not in by_field and f not in constants]
     for column in names:
@@ -220,10 +241,20 @@ def _warn_near_misses(
             warnings.warn(
                 MappingWarning(
                     f"column {column!r} is not used; if it is input {close[0]!r} of {model.id}, pass "
-                    f"columns={{{column!r}: {close[0]!r}}}"
+                    f"{words().mapping(column, close[0])}"
                 ),
                 stacklevel=4,
             )
+
+
+def as_option(prop: Mapping[str, Any], value: Any) -> Any:
+    """A cell as the option of an ``enum`` it spells with other case or spaces (``' Low '`` is ``low``);
+    any other value as it is (the check then refuses it, naming the nearest option)."""
+    options = prop.get("enum") if isinstance(prop, Mapping) else None
+    if not options or not isinstance(value, str) or value in options:
+        return value
+    same = [o for o in options if isinstance(o, str) and o.strip().casefold() == value.strip().casefold()]
+    return same[0] if len(same) == 1 else value
 
 
 def plain(value: Any) -> Any:
@@ -258,7 +289,7 @@ def plan_rows(
     for position, record in enumerate(records):
         values: dict[str, Any] = {}
         for field, column in by_field.items():
-            cell = plain(record[column])
+            cell = as_option(model.properties.get(field) or {}, plain(record[column]))
             if cell is not None:
                 values[field] = cell
         empty = [
@@ -266,13 +297,14 @@ def plan_rows(
             for field, value in constants.items()
             if isinstance(value, Template)
             for column in value.columns
-            if is_missing(plain(record[column]))
+            if is_missing(plain(record[Template.column(column, record)]))
         ]
         if empty:
             rows.append(Row(position, None, empty[0]))
             continue
         for field, value in constants.items():
-            values[field] = value.render(record) if isinstance(value, Template) else plain(value)
+            given = value.render(record) if isinstance(value, Template) else plain(value)
+            values[field] = as_option(model.properties.get(field) or {}, given)
         try:
             checked = check(model, values)
         except ValidationError as exc:

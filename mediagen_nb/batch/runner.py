@@ -27,6 +27,7 @@ from mediagen_nb.batch.plan import (
     resolve_columns,
 )
 from mediagen_nb.batch.scheduler import Outcome, Sweep, outcome_fields
+from mediagen_nb.batch.words import words
 from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, BudgetStatus, Ledger, Model, budget
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.connection import async_current
@@ -49,14 +50,20 @@ MODELS = "mediagen_models"  # DataFrame.attrs: the model of each result prefix (
 WRITTEN = "mediagen_columns"  # DataFrame.attrs: the columns a sweep or estimate wrote (free to write again)
 
 
-def writable(frame: Table, names: list[str], what: str) -> None:
-    """Refuse, before anything is sent, to write result columns over the user's own columns."""
+def writable(frame: Table, names: list[str], what: str, prefixed: bool = True) -> None:
+    """Refuse, before anything is sent, to write result columns over the user's own columns (naming
+    ``prefix=`` where ``what`` takes one: the CLI has no such option)."""
     ours = set(frame.attrs().get(WRITTEN, ()))
     clash = [name for name in names if name in frame.names() and name not in ours]
     if clash:
+        fix = (
+            f"pass prefix='mg_' (result columns mg_{clash[0]}, ...) or "
+            if prefixed and not words().cli
+            else ""
+        )
         raise MappingError(
-            f"prefix: this frame already has its own {', '.join(map(repr, clash))}, which {what} would "
-            f"overwrite; pass prefix='mg_' (result columns mg_{clash[0]}, ...) or rename yours",
+            f"prefix: {words().table} already has its own {', '.join(map(repr, clash))}, which {what} would "
+            f"overwrite; {fix}rename yours",
             field="prefix",
         )
 
@@ -166,9 +173,10 @@ class EstimateSummary:
             name: value for name, value in (("budget", budget), ("key cap", key_cap)) if value is not None
         }
 
-    def _largest_line(self) -> str:
+    def _largest_lines(self) -> list[str]:
+        """``largest rows: row 2: 25, ...``, or no line when no row was priced."""
         shown = ", ".join(f"row {label}: {credits}" for label, credits in self.largest)
-        return f"largest rows: {shown}"
+        return [f"largest rows: {shown}"] if shown else []
 
     def _limit_lines(self) -> list[str]:
         lines = []
@@ -184,7 +192,7 @@ class EstimateSummary:
             f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
         )
         classes = [f"  {rows} x {credits} credits  ({kind})" for rows, credits, kind in self.by_class]
-        return "\n".join([head, *classes, self._largest_line(), *self._limit_lines()])
+        return "\n".join([head, *classes, *self._largest_lines(), *self._limit_lines()])
 
     __repr__ = __str__
 
@@ -194,7 +202,7 @@ class EstimateSummary:
             for rows, credits, kind in self.by_class
         )
         limits = "".join(
-            f"<div>{escape(line)}</div>" for line in [self._largest_line(), *self._limit_lines()]
+            f"<div>{escape(line)}</div>" for line in [*self._largest_lines(), *self._limit_lines()]
         )
         return (
             f"<div><b>{escape(self.model_id)}</b>{escape(f' on {self.service}' if self.service else '')}: "
@@ -232,7 +240,7 @@ def estimate(
     working folder) a frame's paths may name."""
     check_options(model=model_id, client=client, budget=budget, key_cap=key_cap, show=show)
     frame = table(df)
-    writable(frame, list(ESTIMATE_COLUMNS), "estimate")
+    writable(frame, list(ESTIMATE_COLUMNS), "the estimate", prefixed=False)
     files_from = allowed(allow_files_from)
     aclient = async_client(client)
     model, rows = prepare(frame, model_id, columns, constants, aclient, files_from=files_from, upload=False)
@@ -286,7 +294,8 @@ def _prices_within(prices: dict[int, Price], name: str, limit: int, fix: str) ->
     total = sum(p.credits or 0 for p in prices.values())
     if total > limit:
         raise ValidationError(
-            f"{name}: the estimate is {total} credits for {len(prices)} rows, over {name}={limit}; {fix}",
+            f"{name}: the estimate is {total} credits for {len(prices)} rows, over "
+            f"{words().option(name, limit)}; {fix}",
             field=name,
             sent=False,
         )
@@ -301,7 +310,8 @@ def _within_budget(prices: dict[int, Price], session: BudgetStatus) -> None:
         raise BudgetExceeded(
             f"budget: this sweep would cost {cost}, but {session.spent} of the session budget of "
             f"{session.limit} credits are spent ({session.left} left); nothing was sent. Raise it with "
-            "mediagen_nb.budget(N) or %mediagen budget N, or run fewer rows"
+            + ("MEDIAGEN_BUDGET=N" if words().cli else "mediagen_nb.budget(N) or %mediagen budget N")
+            + ", or run fewer rows"
         )
 
 
@@ -347,7 +357,7 @@ def submit(
         progress=progress,
     )
     frame = table(df)
-    writable(frame, [prefix + name for name in RESULT_COLUMNS], "run")
+    writable(frame, [prefix + name for name in RESULT_COLUMNS], "the run")
     files_from = allowed(allow_files_from)
     aclient = async_client(client)
     if fresh:
@@ -361,7 +371,11 @@ def submit(
         prices, _ = _call(price_rows(aclient, model, rows))
     if max_credits is not None:
         _prices_within(
-            prices, "max_credits", max_credits, "raise it or run fewer rows (see df.mediagen.estimate)"
+            prices,
+            "max_credits",
+            max_credits,
+            "raise it or run fewer rows (see "
+            + ("mediagen sweep --estimate)" if words().cli else "df.mediagen.estimate)"),
         )
     if session.limit is not None:
         _within_budget(prices, session)

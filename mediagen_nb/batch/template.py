@@ -5,6 +5,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mediagen_nb.batch.columns import matching
+
 
 @dataclass(frozen=True)
 class Template:
@@ -26,7 +28,15 @@ class Template:
         return tuple(dict.fromkeys(names))
 
     def render(self, row: Mapping[str, Any]) -> str:
-        return self.pattern.format_map({name: row[name] for name in self.columns})
+        """The pattern filled from ``row``; a ``{name}`` finds its column as a mapping does (``{subject}``
+        reads ``Subject ``: :mod:`mediagen_nb.batch.columns`)."""
+        return self.pattern.format_map({name: row[self.column(name, row)] for name in self.columns})
+
+    @staticmethod
+    def column(name: str, row: Mapping[str, Any]) -> str:
+        """The column of ``row`` that ``{name}`` reads (``name`` itself when none matches: a KeyError)."""
+        found = matching(name, [str(key) for key in row])
+        return found[0] if len(found) == 1 else name
 
 
 def template(pattern: str) -> Template:

@@ -118,14 +118,14 @@ def test_a_wrong_key_or_a_suspended_account_is_said_and_exits_non_zero(
         (
             b"subject\ncat\n",
             ["--map=prompt=subject"],
-            "--map prompt=subject: the map goes COLUMN=FIELD; write --map subject=prompt",
+            "--map: 'prompt' is not a column; the map goes COLUMN=FIELD: write --map subject=prompt",
         ),
         (
             b"prompt\ncat\n",
             ["--out=results.txt"],
             "--out results.txt: write one of .csv, .tsv, .xlsx, .json, .parquet",
         ),
-        (b"prompt\ncat\n", ["--map=Prompt=prompt"], "columns: 'Prompt' is not a column of this DataFrame"),
+        (b"prompt\ncat\n", ["--map=Subject=prompt"], "--map: 'Subject' is not a column of the sheet"),
     ],
 )
 def test_mistakes_are_one_line_exit_2_and_nothing_is_charged(

@@ -62,7 +62,7 @@ def test_a_mapping_written_backwards_shows_the_swap(service: Service) -> None:
     with pytest.raises(MappingError) as caught:
         estimate(service, df, columns={"prompt": "Prompt"})
     assert "the mapping goes column -> input field" in caught.value.message
-    assert "write {'Prompt': 'prompt'}" in caught.value.message
+    assert "write columns={'Prompt': 'prompt'}" in caught.value.message
     assert caught.value.status is None and service.keyed() == []
 
 
