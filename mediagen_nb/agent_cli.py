@@ -26,10 +26,14 @@ def arguments(p: argparse.ArgumentParser, command: str) -> None:
         p.add_argument(
             "--write",
             action="store_true",
-            help=f"put the entry in {SETTINGS_FILE} (with the credential; merged with the servers there)",
+            help=f"put the entry in ./{SETTINGS_FILE}: in the current folder, so run it in the folder you "
+            "start JupyterLab from (with the credential; merged with the servers there)",
         )
         p.add_argument(
-            "--file", type=Path, default=SETTINGS_FILE, help=f"the settings file (default {SETTINGS_FILE})"
+            "--file",
+            type=Path,
+            default=SETTINGS_FILE,
+            help=f"the settings file (default ./{SETTINGS_FILE}, under the current folder)",
         )
 
 
@@ -91,7 +95,9 @@ def mcp_config(args: argparse.Namespace) -> int:
         note = " (the key is masked: --write puts it in the file)" if secret else ""
         print(json.dumps(document, indent=2), file=args.stdout)
         print(
-            f"mediagen mcp-config: the entry for {url}{note}; --write adds it to {args.file}", file=sys.stderr
+            f"mediagen mcp-config: the entry for {url}{note}; --write adds it to {args.file.resolve()} "
+            "(Jupyter AI reads it in the folder JupyterLab starts from)",
+            file=sys.stderr,
         )
         return 0
     path: Path = args.file

@@ -5,6 +5,10 @@
 
 import argparse
 import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from mediagen_nb import __version__
 from mediagen_nb.commands import COMMANDS, REFUSED, Mistake, Parser, closed_pipe, fail
@@ -60,9 +64,43 @@ def main(argv: list[str] | None = None) -> int:
         top().print_usage(sys.stderr)
         return fail(argparse.Namespace(json="--json" in argv, stdout=sys.stdout), "mediagen", "", str(exc), 2)
     try:
-        return run(command, argv[1:])
+        with said_beside(command):
+            return run(command, argv[1:])
     except BrokenPipeError:
         return closed_pipe()
+
+
+@contextmanager
+def said_beside(command: str) -> Iterator[None]:
+    """Standard output holds the command's result: the toolkit's notices (which sandbox it uses) go to
+    standard error, and warnings as one line each. ``completion`` loads no client, so it is left alone."""
+    if command == "completion":
+        yield
+        return
+    from mediagen_nb.client.context import notices_to
+
+    before = notices_to(sys.stderr)
+    try:
+        with one_line_warnings():
+            yield
+    finally:
+        notices_to(before)
+
+
+@contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """A warning (the service's spelling learned, a near-miss column) as one line on standard error,
+    ``mediagen: warning: ...``, not Python's file, line number and source line."""
+
+    def show(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+        print(f"mediagen: warning: {message}", file=sys.stderr)
+
+    before = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = before
 
 
 def run(command: str, rest: list[str]) -> int:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from mediagen_nb import agent_cli
+from mediagen_nb.protocol import messages
 
 OK, FAILED, REFUSED, INTERRUPTED, PIPE_CLOSED = 0, 1, 2, 130, 141
 KINDS = ("image", "video", "audio")
@@ -52,7 +53,7 @@ class AfterStart(Exception):
     """A failure after the start was answered: the generation exists (and is paid for, unless reused)."""
 
     def __init__(self, generation: Any, error: BaseException) -> None:
-        money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
+        money = "reused, no charge" if generation.reused else messages.credits(generation.credits_spent)
         then = "download {} DIR` saves its outputs" if generation.done else "wait {}` follows it"
         super().__init__(
             f"{error}; generation {generation.id} was started ({money}): `mediagen "
@@ -131,7 +132,7 @@ def estimate(args: argparse.Namespace) -> int:
     _emit(
         args,
         {"model": found.model_id, "credits": found.credits, "billing": found.billing},
-        f"{found.model_id}: {found.credits} credits ({found.billing})",
+        f"{found.model_id}: {messages.credits(found.credits)} ({found.billing})",
     )
     return OK
 
@@ -146,7 +147,7 @@ def _result(args: argparse.Namespace, generation: Any) -> int:
         folder = Path(args.download)
         for number, url in enumerate(generation.urls):
             saved.append(str(save(url, _target(folder, generation, number, url))))
-    money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
+    money = "reused, no charge" if generation.reused else messages.credits(generation.credits_spent)
     lines = [f"{generation.id}  {generation.model_id}  {generation.status}  {money}"]
     lines += [f"  {url}" for url in generation.urls] + [f"  saved {path}" for path in saved]
     if generation.error:

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from mediagen_nb.client import Client, Generation, current, files
+from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
 
 FACE_PROMPT = "Studio portrait of a friendly science presenter looking into the camera, soft light"
@@ -18,7 +19,7 @@ SCRIPT = "Hi! In the next minute I'll show you how a picture, a voice and a vide
 
 def _report(step: str, generation: Generation) -> None:
     print(f"{step:<28} {generation.url}")
-    money = "reused, no charge" if generation.reused else f"{generation.credits_spent} credits"
+    money = "reused, no charge" if generation.reused else messages.credits(generation.credits_spent)
     print(f"{'':<28} {money}, {generation.elapsed_s or 0:.1f} s")
 
 
@@ -32,7 +33,7 @@ def three_step_chain(client: Client, voice_sample: str, *, resolution: str = "48
     voice = client.generate("zonos2", text=SCRIPT, audio=voice_sample, reuse=True)
     _report("2. voice (zonos2)", voice)
     price = client.estimate("infinitetalk", image=face.url, audio=voice.url, resolution=resolution)
-    print(f"   lip-sync estimate: {price.credits} credits ({price.billing})")
+    print(f"   lip-sync estimate: {messages.credits(price.credits)} ({price.billing})")
     talk = client.generate("infinitetalk", image=face.url, audio=voice.url, resolution=resolution, reuse=True)
     _report("3. lip-sync (infinitetalk)", talk)
     return [face, voice, talk]

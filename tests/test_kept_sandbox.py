@@ -98,13 +98,13 @@ def test_a_sweep_rerun_by_a_new_process_costs_nothing(sheet: Path, tmp_path: Pat
     """A kernel restart or a second terminal used to pay again: the new process had a new sandbox."""
     first = sweep(sheet)
     assert first.returncode == 0, first.stderr
-    assert "started the embedded sandbox" in first.stdout
+    assert "started the embedded sandbox" in first.stderr  # a notice: stdout holds the result
     assert f"{len(ROWS) * PRICE} credits spent now" in summary(first.stdout)
     assert len(charges()) == len(ROWS)
 
     again = sweep(sheet)
     assert again.returncode == 0, again.stderr
-    assert "using the embedded sandbox" in again.stdout, "the second process finds the running one"
+    assert "using the embedded sandbox" in again.stderr, "the second process finds the running one"
     assert summary(again.stdout).endswith(
         f"0 credits spent now, {len(ROWS)} rows reused at no charge ({len(ROWS) * PRICE} credits earlier)"
     )
@@ -170,7 +170,7 @@ def test_a_sandbox_killed_mid_sweep_is_started_again_from_its_state(tmp_path: Pa
 
     again = sweep(tmp_path / "sheet.csv", scale=slow)
     assert again.returncode == 0, again.stderr
-    assert "started the embedded sandbox" in again.stdout, "the next process started it again"
+    assert "started the embedded sandbox" in again.stderr, "the next process started it again"
     restarted = kept.find()
     assert restarted is not None and restarted.pid != sandbox.pid and restarted.instance == sandbox.instance
     after = charges()

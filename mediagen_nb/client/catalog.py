@@ -198,7 +198,10 @@ class Catalog:
             if billed is not None and not schema.is_missing(value) and uploads.local_file(value) is None:
                 schema.check_media_extension(billed, value)  # a local file's is its format's: below
         except schema.InputError as exc:
-            raise errors.ValidationError(exc.message, field=exc.field, sent=False) from None
+            prop = model.properties.get(exc.field)
+            options = prop.get("enum") if isinstance(prop, Mapping) else None
+            hint = messages.nearest_option(values.get(exc.field), options) if options else ""
+            raise errors.ValidationError(exc.message + hint, field=exc.field, sent=False) from None
         checked = {name: normalized[name] for name in values}
         sendable(checked)
         for name, prop in model.properties.items():
@@ -213,8 +216,8 @@ class Catalog:
                     sent_as = media_ext(local, found)
                     if name == billed and sent_as not in LENGTH_BILLED_EXTENSIONS:
                         raise errors.ValidationError(
-                            f"{messages.UNSUPPORTED_MEDIA_FORMAT}: {local.name} is sent as {sent_as}; "
-                            f"{model.id} takes {', '.join(LENGTH_BILLED_EXTENSIONS)}",
+                            f"{messages.UNSUPPORTED_MEDIA_FORMAT}: {name}: {local.name} is sent as "
+                            f"{sent_as}; {model.id} takes {', '.join(LENGTH_BILLED_EXTENSIONS)}",
                             field=name,
                             sent=False,
                         )

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from mediagen_nb.client import settings
-from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.context import PROCESS, notice
 from mediagen_nb.client.errors import ConfigurationError, ConnectionFailed
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
@@ -221,7 +221,7 @@ def embedded_sandbox() -> Embedded:
             clock = f"time x{running.time_scale:g}"
             if running.time_scale != scale:
                 clock += f", not the x{scale:g} asked: it was running (mediagen sandbox stop, to change it)"
-            print(
+            notice(
                 f"mediagen_nb: {how} the embedded sandbox at {running.base_url} ({clock}, demo credits, "
                 f"nothing real is charged; kept in {running.data_dir}, mediagen sandbox stop ends it)"
             )

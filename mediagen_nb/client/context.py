@@ -5,9 +5,10 @@ that own each part (``mediagen_nb.use``, ``budget``, ``preview_mode``, ``uploads
 writing another module's globals. Settings read from the environment are :mod:`.settings`'.
 """
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from mediagen_nb.client.clients import AsyncClient, Client
@@ -46,6 +47,20 @@ class Context:
     uploaded: Uploaded = field(default_factory=Uploaded)
     told_forgotten: bool = False  # the line about starts a gone sandbox made has been said
     agent_tokens: "dict[str, Secret]" = field(default_factory=dict)  # agent server URL -> its signed-in token
+    notices: TextIO | None = None  # where notice() writes (None: standard output); see notices_to()
 
 
 PROCESS = Context()
+
+
+def notice(text: str) -> None:
+    """A line the toolkit says once (which sandbox it uses, a start made again): in a notebook, plain
+    output of the cell; from the ``mediagen`` command, standard error, as its standard output is the
+    result a script reads."""
+    print(text, file=PROCESS.notices or sys.stdout, flush=True)
+
+
+def notices_to(stream: TextIO | None) -> TextIO | None:
+    """Send :func:`notice` lines to ``stream`` (None: standard output); the stream they went to before."""
+    before, PROCESS.notices = PROCESS.notices, stream
+    return before

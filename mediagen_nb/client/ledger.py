@@ -440,6 +440,16 @@ class Ledger:
                 found[row[0]] = Entry.from_row(row)
         return found
 
+    def of_resource(self, resource_id: str, where: Where) -> Entry | None:
+        """The start that made ``resource_id`` (a generation, analysis, run or job) on this service."""
+        rows = self._run(
+            f"SELECT {COLUMNS} FROM starts WHERE service=? AND resource_id=? "
+            "ORDER BY instance=?, started_at DESC LIMIT 1",
+            (where.service, resource_id, where.instance),
+            write=False,
+        )
+        return Entry.from_row(rows[0]) if rows else None
+
     def latest(self, ask: str, where: Where) -> Entry | None:
         """The newest variation of a single start's ask on this service."""
         rows = self._run(

@@ -102,15 +102,19 @@ KEEP = _Keep()
 
 
 BALANCE = "balance"
+OFF = "off"
 
 
 def budget(limit: "int | str | _Keep | None" = KEEP) -> BudgetStatus:
-    """Set the session budget (``budget(500)``), remove it (``budget(None)``), or read it (``budget()``).
+    """Set the session budget (``budget(500)``), remove it (``budget("off")`` or ``budget(None)``), or
+    read it (``budget()``): the words of ``%mediagen budget``.
 
     ``budget("balance")`` sets it to what the account has left now (the agent server's ``check_usage``):
     this process may then spend no more than that, whatever else spends from the account meanwhile.
     """
     current = session()
+    if isinstance(limit, str) and limit.strip().lower() == OFF:
+        limit = None
     if limit == BALANCE:
         from mediagen_nb.client.balance import balance
 

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 from mediagen_nb.client import errors, idempotency
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
-from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.context import PROCESS, notice
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.steps import Call, Op, Record
 from mediagen_nb.protocol import limits as spec_limits
@@ -202,7 +202,7 @@ class Starts:
         if PROCESS.told_forgotten:
             return
         PROCESS.told_forgotten = True
-        print(
+        notice(
             "mediagen_nb: the sandbox that ran earlier starts of these inputs is gone (reset, or its state "
             "lost); they are started again here, and charged"
         )

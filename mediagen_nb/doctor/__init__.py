@@ -119,7 +119,10 @@ def main(argv: list[str]) -> int:
             "ok": ok,
             "service": settings.base_url,
             "names": settings.spelling.source,
-            "checks": [{"check": r.check, "ok": r.ok, "detail": r.detail, "fix": r.fix} for r in results],
+            "checks": [  # a passed check needs no fix: null, as the table shows none
+                {"check": r.check, "ok": r.ok, "detail": r.detail, "fix": None if r.ok else r.fix or None}
+                for r in results
+            ],
             "namesFile": suggested,
         }
         print(json.dumps(document, indent=1, ensure_ascii=False))

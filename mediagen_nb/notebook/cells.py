@@ -3,6 +3,7 @@ what started on Ctrl-C, and failed results that fail the cell unless ``--no-rais
 
 import functools
 import keyword
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ from IPython.core.error import UsageError
 from mediagen_nb.notebook import parsing
 from mediagen_nb.notebook.live import Live, describe, reused_note
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol import messages
 
 
 class MagicError(UsageError):
@@ -43,11 +45,22 @@ def friendly(method: Callable[..., Any]) -> Callable[..., Any]:
         except (parsing.OptionError, UsageError) as exc:
             raise MagicError(str(exc)) from None
         except MediagenError as exc:
+            if _no_raise(args, kwargs):  # a refusal too: said in one line, and the cell stays green
+                print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+                return None
             raise MagicError(str(exc), type(exc).__name__) from None
         except KeyboardInterrupt as exc:  # stop the cell (and Run All), with what was kept, not our frames
             raise KeyboardInterrupt(*exc.args) from None
 
     return wrapper
+
+
+def _no_raise(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the magic's line asks ``--no-raise`` (or ``%config MediagenMagics.raise_on_failure``
+    is False): a failure, or a refusal before anything was sent, then leaves the cell green."""
+    line = args[1] if len(args) > 1 else kwargs.get("line", "")
+    asked = isinstance(line, str) and "--no-raise" in line.split()
+    return asked or getattr(args[0] if args else None, "raise_on_failure", True) is False
 
 
 def output_name(flags: dict[str, Any]) -> str | None:
@@ -132,7 +145,7 @@ def money(item: Any) -> str:
     if getattr(item, "reused", False):
         return reused_note(item)
     credits = getattr(item, "credits_spent", None) or getattr(item, "credits_used", None)
-    return f"{credits} credits" if credits is not None else "charged per clip as it renders"
+    return messages.credits(credits) if credits is not None else "charged per clip as it renders"
 
 
 def raise_unless(flags: dict[str, Any], result: Any) -> Any:

@@ -14,6 +14,14 @@ from typing import Any
 import ipywidgets as widgets
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# The line for front ends that show no widget is hidden where the widget above it did show: in JupyterLab
+# and Notebook 7 a rendered widget is a ``.jupyter-widgets`` element in the output area just before the
+# line's (a saved notebook opened without the widget's state, an export, GitHub: the line shows).
+NO_WIDGET = "mediagen-no-widget"
+NO_WIDGET_STYLE = (
+    f"<style>.jp-OutputArea-child:has(.jupyter-widgets) + .jp-OutputArea-child .{NO_WIDGET}"
+    "{display:none}</style>"
+)
 
 
 def picked_files(value: Any) -> list[tuple[str, bytes]]:
@@ -52,4 +60,9 @@ def show(widget: widgets.Widget, text: str, note: str, code: str | None = None) 
 
     display(widget_bundle(widget, text), raw=True)
     copy = f"<details><summary>copy as code</summary><pre>{escape(code)}</pre></details>" if code else ""
-    display(HTML(f'<div style="font:12px sans-serif;color:#555">{escape(note)}{copy}</div>'))
+    display(
+        HTML(
+            f'{NO_WIDGET_STYLE}<div style="font:12px sans-serif;color:#555"><span class="{NO_WIDGET}">'
+            f"{escape(note)}</span>{copy}</div>"
+        )
+    )

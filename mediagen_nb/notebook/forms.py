@@ -135,8 +135,10 @@ class Form:
             self.model.properties if isinstance(self.model.properties, Mapping) else {}
         )
         required = set(self.model.required)
+        main = main_text_field(self.model)  # several lines, as a cell's body
         self.fields: dict[str, Field] = {
-            name: build_field(name, prop, name in required) for name, prop in self._props.items()
+            name: build_field(name, prop, name in required, main=name == main)
+            for name, prop in self._props.items()
         }
         self.history: list[Generation] = []
         self._touched: set[str] = set()

@@ -434,10 +434,19 @@ REGISTRY: list[tuple[Callable[[Prop], bool], Builder]] = [
 ]
 
 
-def build_field(name: str, prop: Any, required: bool = False) -> Field:
-    """The field of the first registry row accepting ``prop``; a JSON text field when none can build it."""
+def build_field(name: str, prop: Any, required: bool = False, main: bool = False) -> Field:
+    """The field of the first registry row accepting ``prop``; a JSON text field when none can build it.
+
+    ``main``: the model's main text (its prompt, the text a voice speaks): several lines, as the body
+    of a ``%%generate`` cell, whatever its length limit."""
     if not isinstance(prop, Mapping):
         return JsonField(name, {}, required)
+    if (
+        main
+        and prop.get("type") == "string"
+        and not any(row(prop) for row in (_is_enum, _is_url, _is_url_list))
+    ):
+        return TextareaField(name, prop, required)
     for accepts, builder in REGISTRY:
         try:
             if accepts(prop):

@@ -448,7 +448,11 @@ class MediagenMagics(Magics):
         print(sign_in())
 
     def _cmd_history(self, words: list[str]) -> Any:
-        return HistoryTable(list(SESSION.history))
+        from mediagen_nb.client import ledger
+        from mediagen_nb.notebook.tables import charged_by
+
+        client = SESSION.client
+        return HistoryTable(list(SESSION.history), charged_by(ledger.shared(), client.settings.where))
 
     @magic_arguments("%mediagen reedit")
     @OUTPUT

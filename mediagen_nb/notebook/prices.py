@@ -13,6 +13,7 @@ from typing import Any
 
 from mediagen_nb.client import Estimate, Model
 from mediagen_nb.client.resources.generation import billed, listed_price
+from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.schema import media_kind
 
 __all__ = ["billed", "listed_price", "price_inputs", "quote", "stand_in"]
@@ -28,8 +29,8 @@ def quote(model: Model, estimate: Estimate) -> str:
     """The price of one input and the service's words on how it is billed, which name the inputs
     that set it: ``16 credits: 2 credits per second of input audio at resolution 480p, for 8 s measured``."""
     if estimate.billing:
-        return f"{estimate.credits} credits: {estimate.billing}"
-    return f"{estimate.credits} credits{billed(model)}"
+        return f"{messages.credits(estimate.credits)}: {estimate.billing}"
+    return f"{messages.credits(estimate.credits)}{billed(model)}"
 
 
 def stand_in(prop: Any) -> Any:

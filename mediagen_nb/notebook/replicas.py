@@ -11,6 +11,7 @@ from typing import Any
 from mediagen_nb.notebook.cells import MagicError, store
 from mediagen_nb.notebook.live import is_rich
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol import messages
 
 
 def clips(raw: Any) -> list[int] | None:
@@ -34,7 +35,11 @@ def estimate(shell: Any, client: Any, url: str, render: dict[str, Any], flags: d
         return store(shell, flags, analysis)
     models = {m.id: m for m in client.models()}
     model = models.get(render["model_id"] or rules.DEFAULTS["modelId"])
-    per_clip = f"{model.credits} credits a clip ({model.id}, listed)" if model else "the model's price a clip"
+    per_clip = (
+        f"{messages.credits(model.credits)} a clip ({model.id}, listed)"
+        if model
+        else "the model's price a clip"
+    )
     print(
         f"replicate {url}: the analysis costs {spec_limits.ANALYSIS_CREDITS} credits (flat; refunded "
         "if it fails) and has not run, so the clip count is not known yet. The render costs "

@@ -1,5 +1,6 @@
 """Small result tables of the magics: HTML in a notebook, aligned text in a terminal."""
 
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
@@ -80,12 +81,13 @@ class UsageTable(_Table):
 
 
 class HistoryTable(_Table):
-    """``%mediagen history``: this kernel's results, newest last."""
+    """``%mediagen history``: this kernel's results, newest last, each with what it was charged."""
 
     headers = ("#", "kind", "id", "status", "credits", "result")
 
-    def __init__(self, items: list[Any]) -> None:
+    def __init__(self, items: list[Any], charged: Callable[[Any], Any] | None = None) -> None:
         self.items = items
+        self.charged = charged or _said_credits
 
     def rows(self) -> list[tuple[Any, ...]]:
         return [
@@ -94,7 +96,7 @@ class HistoryTable(_Table):
                 getattr(item, "model_id", None) or type(item).__name__,
                 item.id,
                 item.status,
-                getattr(item, "credits_spent", None) or getattr(item, "credits_used", None),
+                self.charged(item),
                 getattr(item, "url", None)
                 or getattr(item, "video_url", None)
                 or getattr(item, "output_video_url", None),
@@ -108,3 +110,30 @@ class HistoryTable(_Table):
 
             return html.link(value)
         return super().cell_html(index, value)
+
+
+def _said_credits(item: Any) -> Any:
+    """The credits a result's own fields say (a generation's ``creditsSpent``, a job's credits used)."""
+    if getattr(item, "reused", False):
+        return "0 (reused)"
+    for name in ("credits_spent", "credits_used"):
+        if getattr(item, name, None) is not None:
+            return getattr(item, name)
+    return None
+
+
+def charged_by(ledger: Any, where: Any) -> Callable[[Any], Any]:
+    """What each result was charged: its own fields, else the ledger's row of its start (an analysis read
+    again, a replica render, whose run resource has no credits): the charge, or ``about N`` where the
+    figure is the start's estimate (a render on the service, which does not report it)."""
+
+    def charged(item: Any) -> Any:
+        said = _said_credits(item)
+        if said is not None:
+            return said
+        entry = ledger.of_resource(str(item.id), where)
+        if entry is None:
+            return None
+        return entry.credits if entry.credits_known else f"about {entry.credits}"
+
+    return charged

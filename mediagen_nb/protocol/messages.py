@@ -6,6 +6,8 @@ Where the spec gives only the start of a message, the rest is ours and is marked
 import difflib
 from collections.abc import Iterable
 
+from mediagen_nb.protocol import limits
+
 STATUS_NAMES = {
     400: "Bad Request",
     401: "Unauthorized",
@@ -86,6 +88,24 @@ def missing_field(field: str) -> str:
 
 def not_one_of(field: str, options: Iterable[object]) -> str:
     return f"{field} must be one of: {_listing(str(o) for o in options)}"
+
+
+def credits(count: object) -> str:
+    """Ours: a number of credits as words say it, ``1 credit``, ``25 credits``."""
+    return f"{count} credit" if count in (1, -1) else f"{count} credits"
+
+
+def nearest_option(value: object, options: Iterable[object]) -> str:
+    """Ours, after the service's enum message: ``; did you mean low?`` for ``Low``, `` low `` or ``lwo``."""
+    folded = {str(o).strip().casefold(): str(o) for o in options}
+    found = difflib.get_close_matches(str(value).strip().casefold(), list(folded), n=1)
+    return f"; did you mean {folded[found[0]]}?" if found else ""
+
+
+def unsupported_media_format(field: str) -> str:
+    """The service's start, then ours: which input, and what it takes."""
+    allowed = ", ".join(limits.LENGTH_BILLED_EXTENSIONS)
+    return f"{UNSUPPORTED_MEDIA_FORMAT}: {field} must be a {allowed} URL (its length sets the price)"
 
 
 def wrong_type(field: str, expected: str) -> str:

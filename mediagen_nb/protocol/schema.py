@@ -122,4 +122,4 @@ def url_extension(url: str) -> str:
 def check_media_extension(field: str, url: Any) -> None:
     """The rule of length-billed models: the media URL must be ``.mp3``, ``.wav`` or ``.mp4``."""
     if not isinstance(url, str) or url_extension(url) not in limits.LENGTH_BILLED_EXTENSIONS:
-        raise InputError(field, messages.UNSUPPORTED_MEDIA_FORMAT)
+        raise InputError(field, messages.unsupported_media_format(field))

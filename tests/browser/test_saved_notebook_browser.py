@@ -63,6 +63,7 @@ CELLS = (
 PORTRAIT, VOICE, TALK, SWEEP, FORM, CATALOG = 1, 3, 4, 5, 7, 8  # indexes of CELLS
 CELL = ".jp-CodeCell"  # a code cell, in JupyterLab and in nbconvert's page alike
 NO_FORM = "No form above?"  # the first words of a form's static line
+NO_WIDGET_LINE = ".mediagen-no-widget"  # that line's words, hidden where the form shows
 NO_CATALOG = "%mediagen models"  # in the catalog browser's static line
 RUN_BUTTON = "button.jupyter-button"
 SAVE_TIMEOUT_S = 30
@@ -100,6 +101,9 @@ def saved(lab: Lab, browser: Any, artifacts: Path) -> Path:
             run_all(page, NAME, panel)
             assert_no_traceback(page)
             expect(outputs(page, SWEEP, "img")).to_have_count(len(PROMPTS))  # the live preview's last drawing
+            # issue 39: under a form that shows, its line for front ends without widgets does not
+            expect(outputs(page, FORM, RUN_BUTTON).first).to_be_visible()
+            expect(outputs(page, FORM, NO_WIDGET_LINE)).to_be_hidden()
             page.evaluate(SAVE_JS, panel)
             wait_for_widget_state(path)
             shots.take("ran")
@@ -149,6 +153,7 @@ def test_an_exported_notebook_shows_every_preview_without_a_widget_manager(
         page.goto(exported.as_uri())
         report = previews_shown(page)
         assert page.locator(RUN_BUTTON).count() == 0, "a widget rendered: the page has a widget manager"
+        expect(outputs(page, FORM, NO_WIDGET_LINE)).to_be_visible()  # no form: the line says what to do
         shots.take("exported")
     media_origins = {urlsplit(src).netloc for src in report["sources"]} - {""}
     assert media_origins, "no media source is an http URL"

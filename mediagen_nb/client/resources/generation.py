@@ -247,7 +247,7 @@ def listed_price(model: Model) -> str:
     never as a minimum ("from N"): the catalog does not say it is one.
     """
     if model.pricing is None:
-        return f"{model.credits} credits per run"
+        return f"{messages.credits(model.credits)} per run"
     media = model.length_billed_field
     others = [name for name in model.varies_by if name != media]
     if media is not None:
@@ -256,7 +256,7 @@ def listed_price(model: Model) -> str:
         rest = f" and {', '.join(others)}" if others else ""
         return f"priced by the {kind}'s length{named}{rest}{billed(model)}"
     varies = ", ".join(others) or "input"
-    return f"varies by {varies}{billed(model)}; listed at {model.credits} credits"
+    return f"varies by {varies}{billed(model)}; listed at {messages.credits(model.credits)}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -276,4 +276,4 @@ class Estimate(Shown):
         return parse(cls, data, estimate_fields(names), required=("credits",))
 
     def _repr_html_(self) -> str:
-        return html.card(self.model_id, f"{self.credits} credits", [("billing", self.billing)])
+        return html.card(self.model_id, messages.credits(self.credits), [("billing", self.billing)])
