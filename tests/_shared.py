@@ -69,7 +69,9 @@ def moto_s3() -> Iterator[str]:
 
     The test is skipped when moto's server or s3fs is not installed. Where local files go is reset after.
     """
-    server_mode = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    server_mode = pytest.importorskip(
+        "moto.server", reason="moto (with flask) is not installed: pip install -e '.[dev]'"
+    )
     pytest.importorskip("s3fs", reason="s3fs is not installed")
     from mediagen_nb.client import uploads
 

@@ -39,14 +39,29 @@ def test_the_client_exports_what_it_defines() -> None:
 
 
 def test_every_name_the_docs_use_exists() -> None:
-    """``mg.X`` and ``mediagen_nb.X`` in the README and the notebooks name real members."""
-    texts = [ROOT / "README.md", *sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    """``mg.X`` and ``mediagen_nb.X`` in the README, the site's pages and the notebooks name real members."""
+    texts = [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        *sorted((ROOT / "notebooks").glob("*.ipynb")),
+    ]
     used = {
         name
         for path in texts
         for name in re.findall(r"\b(?:mg|mediagen_nb)\.([A-Za-z_]\w*)\b(?!\.py)", path.read_text())
     }
-    subpackages = {"client", "batch", "notebook", "sandbox", "protocol", "cli", "commands", "demo"}
+    subpackages = {
+        "client",
+        "batch",
+        "notebook",
+        "sandbox",
+        "protocol",
+        "cli",
+        "commands",
+        "demo",
+        "agent_cli",
+        "doctor",
+    }
     missing = sorted(name for name in used - subpackages if not hasattr(mg, name))
     assert used and not missing, f"named in the docs but not in mediagen_nb: {missing}"
 

@@ -4,7 +4,7 @@
 loaded (natural width > 0), audio and video elements have a playable source, the ``mg.form`` widget
 renders and a click on its Run button submits it (its result image loads), and no traceback shows.
 ``02-bulk-prompt-sweep`` is run too and its gallery is screenshotted; with
-``MEDIAGEN_UPDATE_SCREENSHOT=1`` that screenshot also refreshes ``notebooks/images/sweep-gallery.png``
+``MEDIAGEN_UPDATE_SCREENSHOT=1`` that screenshot also refreshes ``docs/images/sweep-gallery.png``
 (the README's picture). Screenshots of every step go to ``test-artifacts/`` (git-ignored).
 """
 
@@ -55,7 +55,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory, artifacts: Path, chromium: str
 
 QUICKSTART = "01-quickstart.ipynb"
 SWEEP = "02-bulk-prompt-sweep.ipynb"
-README_SCREENSHOT = NOTEBOOKS / "images" / "sweep-gallery.png"
+README_SCREENSHOT = NOTEBOOKS.parent / "docs" / "images" / "sweep-gallery.png"  # the README's and the site's
 README_SCREENSHOT_MAX_BYTES = 300_000
 GALLERY_VIEWPORT = {"width": 1280, "height": 1200}
 FORM_TIMEOUT_MS = 90_000
