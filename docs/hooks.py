@@ -72,8 +72,45 @@ def on_files(files: Files, config: Any) -> Files:
     described = "\n\n".join(f"::: {where}\n    options:\n      heading: {name}" for name, where in functions)
     files.append(File.generated(config, f"{API}/functions.md", content=f"# Functions\n\n{described}\n"))
     for name, where in classes:
-        files.append(File.generated(config, f"{API}/{name}.md", content=f"# {name}\n\n::: {where}\n"))
+        files.append(File.generated(config, f"{API}/{name}.md", content=class_page(name, where)))
     return files
+
+
+def class_page(name: str, where: str) -> str:
+    """A class's page: its docstring and members; for the clients, each operation of the service too.
+
+    ``Client.run`` and ``AsyncClient.run`` are one operation written once (``operation(Generations.run)``
+    in mediagen_nb/client/clients.py), bound when read: mkdocstrings reads the source, so the page names
+    each one with its signature as the client shows it and the docstring of the function that does it.
+    """
+    import mediagen_nb
+    from mediagen_nb.client.clients import operation
+
+    cls = getattr(mediagen_nb, name)
+    page = f"# {name}\n\n::: {where}\n"
+    ops = {
+        n: v for klass in reversed(cls.__mro__) for n, v in vars(klass).items() if isinstance(v, operation)
+    }
+    if not ops:
+        return page
+    returns = "returns a coroutine of what is shown" if name == "AsyncClient" else "returns what is shown"
+    page += (
+        "\n## Operations\n\nEach is one operation of the service, shared by `Client` and `AsyncClient` "
+        f"({returns}).\n"
+    )
+    for op_name, op in ops.items():
+        fn = op.fn
+        page += (
+            f"\n### `{op_name}`\n\n```python\n{op_name}{short(str(op.__signature__))}\n```\n\n"
+            f"::: {fn.__module__}.{fn.__qualname__}\n    options:\n      show_signature: false\n"
+            "      show_root_heading: false\n      show_root_toc_entry: false\n"
+        )
+    return page
+
+
+def short(signature: str) -> str:
+    """A signature with its types named as a reader writes them (``Model``, not its module's path)."""
+    return re.sub(r"\b(?:mediagen_nb|collections\.abc|typing)(?:\.\w+)*\.(?=\w)", "", signature)
 
 
 def cli_reference() -> str:

@@ -18,6 +18,7 @@ import pandas as pd
 from mediagen_nb.batch import routing
 from mediagen_nb.batch.runner import RESULT_COLUMNS
 from mediagen_nb.client import html
+from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.formats import kind_of_url
 
 PER_PAGE = 300  # cards on one page
@@ -114,7 +115,7 @@ class Gallery:
         ]
         status, credits = record.get(prefix + "status"), record.get(prefix + "credits")
         line = " · ".join(
-            x for x in (_text(status), f"{_text(credits)} credits" if not _blank(credits) else "") if x
+            x for x in (_text(status), messages.credits(_text(credits)) if not _blank(credits) else "") if x
         )
         error = record.get(prefix + "error")
         if not _blank(error):

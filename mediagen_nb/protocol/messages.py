@@ -92,7 +92,7 @@ def not_one_of(field: str, options: Iterable[object]) -> str:
 
 def credits(count: object) -> str:
     """Ours: a number of credits as words say it, ``1 credit``, ``25 credits``."""
-    return f"{count} credit" if count in (1, -1) else f"{count} credits"
+    return f"{count} credit" if count in (1, -1) or str(count) in ("1", "-1") else f"{count} credits"
 
 
 def nearest_option(value: object, options: Iterable[object]) -> str:

@@ -40,7 +40,7 @@ def test_preview_escapes_text_and_shows_images_audio_and_video(service: Service,
         assert f'<img src="{url}" loading="lazy"' in page
     assert "javascript:" not in page  # an unsafe URL is not rendered at all
     assert page.count("border-radius:6px") == 2  # one card a row, in a grid
-    assert "succeeded · 1 credits" in page  # each card says its status and credits
+    assert "succeeded · 1 credit" in page and "1 credits" not in page  # each card: status and credits
     assert repr(gallery).startswith("<Gallery of 2 rows")
     players = out.mediagen.preview(media="voice_output_url")._repr_html_()
     assert f'<audio src="{service.sample("voice.wav")}" controls' in players

@@ -102,8 +102,9 @@ def end_pauses(f: Form, clock: ManualClock) -> None:
     wait_for(lambda: not pauses(f))
 
 
-def expected_kind(prop: dict[str, Any]) -> str:
-    """The registry row a catalog property should land on, stated independently of the registry."""
+def expected_kind(prop: dict[str, Any], main: bool = False) -> str:
+    """The registry row a catalog property should land on, stated independently of the registry
+    (``main``: the model's main text, its prompt or the text a voice speaks, takes several lines)."""
     kind = prop.get("type")
     if "enum" in prop:
         return "enum"
@@ -113,7 +114,7 @@ def expected_kind(prop: dict[str, Any]) -> str:
         return "url_list"
     if media_kind(prop):
         return "media"
-    if prop.get("format") == "textarea" or prop.get("maxLength", 0) >= 1000:
+    if prop.get("format") == "textarea" or prop.get("maxLength", 0) >= 1000 or (main and kind == "string"):
         return "textarea"
     if kind in ("integer", "number"):
         span = prop["maximum"] - prop["minimum"]
@@ -140,9 +141,10 @@ def test_a_form_builds_for_every_catalog_model(client: Client) -> None:
         f = Form(model.id, client=client, debounce=60)
         try:
             assert list(f.fields) == list(model.properties)
+            main = main_text_field(model)
             for name, prop in model.properties.items():
                 field = f.fields[name]
-                assert field.kind == expected_kind(prop), (model.id, name)
+                assert field.kind == expected_kind(prop, name == main), (model.id, name)
                 assert isinstance(field.input, WIDGET_TYPES[field.kind]), (model.id, name)
                 assert field.widget in f.widget.children
                 assert ("*" in field.label.value) == (name in model.required), (model.id, name)
@@ -232,7 +234,7 @@ def test_validation_of_lists_and_length_billed_media(make: Callable[..., Form], 
 
     voice = make("zonos2", debounce=60)
     voice.set(text="Hello there.", audio=sample(sb, "face.png"))  # length-billed: .mp3/.wav only
-    assert voice.validate() == {"audio": "Unsupported media format"}
+    assert voice.validate()["audio"].startswith("Unsupported media format: audio must be a .mp3, .wav, .mp4")
 
 
 def test_flat_price_sends_no_request(counted: tuple[Client, Requests]) -> None:
@@ -414,7 +416,7 @@ def test_fields_the_registry_cannot_build_become_json(make: Callable[..., Form])
         "choice": "json",
         "anything": "json",
         "broken_list": "json",
-        "prompt": "text",
+        "prompt": "textarea",  # the main text: several lines, as a %%generate cell's body
     }
     assert f.values["settings"] == {"a": 1}  # default prefilled as JSON
     f.fields["settings"].input.value = "{not json"

@@ -15,6 +15,7 @@ from mediagen_nb import Client, Sandbox
 from mediagen_nb.notebook.browser import card_html
 from mediagen_nb.notebook.forms import Form
 from mediagen_nb.notebook.prices import listed_price
+from mediagen_nb.protocol import messages
 
 
 @pytest.fixture
@@ -83,4 +84,4 @@ def test_no_card_shows_a_listed_figure_as_a_minimum(client: Client) -> None:
         if model.length_billed_field is not None:  # its listing is the price of a length nobody chose
             assert f"{model.credits} credits" not in card and "length" in card, model.id
         elif model.pricing is None:
-            assert f"{model.credits} credits per run" in card
+            assert f"{messages.credits(model.credits)} per run" in card

@@ -15,6 +15,13 @@ from _shell import Notebook
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
+def test_the_site_shows_the_same_tour() -> None:
+    """The site's home page shows the tour as the README does (tests/notebook/test_site_code.py relies on
+    this test to run it)."""
+    home = (README.parent / "docs" / "index.md").read_text(encoding="utf-8")
+    assert f"```python\n{tour()}```" in home
+
+
 def tour() -> str:
     """The code block under "## A 30-second tour", exactly as the README shows it."""
     section = README.read_text(encoding="utf-8").split("## A 30-second tour", 1)[1]
