@@ -241,7 +241,7 @@ def test_a_generate_after_a_reset_is_started_again_and_says_why(tmp_path: Path) 
     assert mediagen(tmp_path, "sandbox", "reset").returncode == 0
     again = mediagen(tmp_path, "generate", "gpt-image-2", "prompt=a heron", "quality=low")
     assert again.returncode == 0, again.stderr
-    assert "the sandbox that ran earlier starts of these inputs is gone" in again.stdout
+    assert "the sandbox that ran earlier starts of these inputs is gone" in again.stderr  # a notice
     [result] = [line for line in again.stdout.splitlines() if "gpt-image-2" in line and "credits" in line]
     new_id = result.split()[0]
     assert new_id != made["id"] and result.endswith(f"succeeded  {PRICE} credits"), result
