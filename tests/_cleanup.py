@@ -7,9 +7,11 @@ process makes one folder (:func:`suite_folder`) and makes it the temporary folde
 (``tempfile.tempdir``) and of every process it starts (``TMPDIR``): pytest's ``tmp_path`` folders, the
 session's HOME and every ``mkdtemp`` of a test, a kernel or a sandbox lie in it. When the session ends
 (:func:`end_of_suite`, in that first process only, after its xdist workers) every kept sandbox serving a
-folder in it is stopped (SIGTERM: it saves and ends; SIGKILL after :data:`STOP_SECONDS`) and the folder
-is removed. ``tests/test_suite_cleanup.py`` runs a session with a test that passes, one that fails, one
-that times out and one that kills its worker, and finds nothing left.
+folder in it is stopped, and so is any other process whose arguments name the folder (a JupyterLab and
+its kernels left by a session cut short), SIGTERM first (a kept sandbox saves and ends), SIGKILL after
+:data:`STOP_SECONDS`; then the folder is removed. ``tests/test_suite_cleanup.py`` runs a session with a
+test that passes, one that fails, one that times out and one that kills its worker, and finds nothing
+left.
 """
 
 import contextlib
@@ -56,6 +58,13 @@ def kept_sandboxes(folder: Path) -> dict[int, Path]:
     return found
 
 
+def started_there(folder: Path) -> set[int]:
+    """Every other process whose arguments name ``folder``: kept sandboxes serving a folder in it, and what
+    a fixture cut short left (a JupyterLab whose settings live there, its kernels' connection files)."""
+    mark, ours = str(folder), {os.getpid(), os.getppid()}
+    return {pid for pid, argv in _processes() if pid not in ours and any(mark in arg for arg in argv)}
+
+
 def _processes() -> list[tuple[int, list[str]]]:
     """Every process of the machine with its arguments (from /proc, else ``ps``)."""
     proc = Path("/proc")
@@ -85,9 +94,10 @@ def alive(pid: int) -> bool:
     return True
 
 
-def stop_kept_sandboxes(folder: Path) -> dict[int, Path]:
-    """Stop every kept sandbox serving a folder in ``folder``: SIGTERM, then SIGKILL; what was stopped."""
-    running = kept_sandboxes(folder)
+def stop_processes(folder: Path) -> set[int]:
+    """Stop every process started there (:func:`started_there`): SIGTERM (a kept sandbox saves and ends),
+    then SIGKILL; what was stopped."""
+    running = started_there(folder)
     for pid in running:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
@@ -107,5 +117,5 @@ def end_of_suite(folder: Path) -> None:
     if folder not in _owned:
         return
     _owned.remove(folder)
-    stop_kept_sandboxes(folder)
+    stop_processes(folder)
     shutil.rmtree(folder, ignore_errors=True)

@@ -5,6 +5,8 @@ Not collected by the suite itself (not ``test_*.py``); each case writes the pid 
 """
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -14,9 +16,12 @@ from mediagen_nb.sandbox import kept
 
 
 def started(where: Path | None = None) -> None:
-    running = kept.ensure(600, where)
+    record(kept.ensure(600, where).pid)
+
+
+def record(pid: int) -> None:
     with open(os.environ["CLEANUP_PIDS"], "a") as pids:
-        pids.write(f"{running.pid}\n")
+        pids.write(f"{pid}\n")
 
 
 def test_passes_with_a_kept_sandbox_outside_its_own_folder(tmp_path: Path) -> None:
@@ -42,4 +47,7 @@ def test_times_out_with_a_kept_sandbox_running() -> None:
 
 def test_kills_its_worker_with_a_kept_sandbox_running(tmp_path: Path) -> None:
     started(tmp_path / "elsewhere")
+    # and a server of a fixture that will never be torn down, detached as JupyterLab's kernels are not
+    waiting = [sys.executable, "-c", "import time; time.sleep(300)", str(tmp_path / "lab")]
+    record(subprocess.Popen(waiting, start_new_session=True).pid)
     os._exit(1)  # no fixture teardown, no end of this worker's session
