@@ -17,13 +17,14 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from mediagen_nb.protocol import messages
+from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, error_response, too_many
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
 
-MAX_JSON_DEPTH = 64  # no body of the service nests deeper; deeper ones are refused before any handler
+MAX_JSON_DEPTH = nesting.MAX_DEPTH  # deeper bodies are refused before any handler
 # No JSON body of the service or of a control comes near this (a 10,000-character prompt is 10 kB); a
 # larger one is refused from its Content-Length, or as soon as that much has arrived, and never kept.
 MAX_JSON_BYTES = 4 * 2**20

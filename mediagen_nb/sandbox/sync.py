@@ -10,7 +10,8 @@ catalog: models added and removed, listed prices, pricing types, ``varies_by`` a
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,10 @@ import httpx
 
 from mediagen_nb.protocol import tls, wire
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.catalog import BUNDLED, Catalog
 from mediagen_nb.sandbox.catalog import snapshot as snapshots
-from mediagen_nb.sandbox.catalog.drift import Drift, drift
+from mediagen_nb.sandbox.catalog.drift import Comparison, Drift
 
 TIMEOUT = 30.0  # seconds for each answer
 MAX_ANSWER_BYTES = 32 * 2**20  # the client's own cap on a body
@@ -32,9 +34,21 @@ class SyncError(Exception):
     """The catalog could not be read or kept; the message names the address or file and the fix."""
 
 
+@dataclass(frozen=True)
+class Synced:
+    """A sync's outcome: the snapshot's folder and day, the models the sandbox serves from it, why some
+    are priced approximately or not served, and the drift against the bundled catalog."""
+
+    folder: Path
+    date: str
+    served: tuple[str, ...]
+    flagged: Mapping[str, str]
+    drift: Drift
+
+
 def _answer(http: httpx.Client, url: str, *, text: bool = False) -> Any:
     """One catalog answer: ``data`` of the envelope (the whole document for openapi.json, the text of
-    llms.txt), read within the size cap."""
+    llms.txt), read within the size cap and the nesting bound."""
     try:
         with http.stream("GET", url) as response:
             if response.status_code != 200:
@@ -48,10 +62,13 @@ def _answer(http: httpx.Client, url: str, *, text: bool = False) -> Any:
     except httpx.HTTPError as exc:
         raise SyncError(f"GET {url}: {exc or type(exc).__name__}; is the service at that address?") from None
     raw = b"".join(body)
+    del body
     if text:
         return raw.decode("utf-8", "replace")
     try:
-        document = json.loads(raw)
+        document = nesting.loads(raw)
+    except nesting.TooDeep as exc:
+        raise SyncError(f"GET {url}: the answer is {exc}, deeper than the sandbox reads") from None
     except ValueError:
         raise SyncError(f"GET {url}: the answer is not JSON") from None
     if url.endswith(".json"):
@@ -61,24 +78,15 @@ def _answer(http: httpx.Client, url: str, *, text: bool = False) -> Any:
     return document["data"]
 
 
-def fetch(base_url: str, names: wire.Names, http: httpx.Client) -> dict[str, Any]:
-    """Every catalog answer of the service at ``base_url``: ``list``, ``details`` by id, ``openapi``,
-    ``llms`` (no key is sent: the client has none)."""
-    base = base_url.rstrip("/")
-    listed = _answer(http, base + path("models"))
+def _ids(listed: Any, names: wire.Names, where: str) -> list[tuple[Mapping[str, Any], str]]:
+    """Each record of the models answer with its id, every id checked to name a file and a URL."""
     try:
-        found = snapshots.records(listed, names, f"GET {base}{path('models')}")
-        ids = [record[names.model_id] for record in found]
-        for model_id in ids:
-            snapshots.detail_file(Path("."), model_id)  # only ids that can name a file and a URL
+        found = snapshots.records(listed, names, where)
+        for record in found:
+            snapshots.detail_file(Path("."), record[names.model_id])
     except snapshots.SnapshotError as exc:
         raise SyncError(str(exc)) from None
-    return {
-        "list": listed,
-        "details": {model_id: _answer(http, base + path("model", id=model_id)) for model_id in ids},
-        "openapi": _answer(http, base + path("openapi")),
-        "llms": _answer(http, base + path("llms_txt"), text=True),
-    }
+    return [(record, record[names.model_id]) for record in found]
 
 
 def sync(
@@ -89,30 +97,56 @@ def sync(
     against: Catalog = BUNDLED,
     transport: httpx.BaseTransport | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
-) -> tuple[Catalog, Drift]:
-    """Read the catalog at ``base_url`` into a snapshot at ``out``; the catalog as the sandbox would
-    serve it, and how it differs from ``against`` (the bundled catalog)."""
+) -> Synced:
+    """Read the catalog at ``base_url`` into a snapshot at ``out`` and compare it with ``against`` (the
+    bundled catalog). Each model's answer is written and compared as it arrives, so memory holds one at
+    a time whatever the catalog's size; the snapshot already at ``out`` stays whole until the last
+    answer is in. No key is sent: the client has none."""
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise SyncError(f"{base_url!r} is not an http(s) address such as https://api.example.com")
+    base = base_url.rstrip("/")
     with httpx.Client(
         timeout=TIMEOUT, transport=transport, follow_redirects=True, verify=tls.context()
     ) as http:
-        answers = fetch(base_url, names, http)
-    taken = now()
-    meta = {
-        "source": base_url.rstrip("/"),
-        "taken": taken.isoformat(timespec="seconds"),
-        "date": taken.date().isoformat(),
-        "models": len(answers["details"]),
-        "wire": wire.tables(names),
-    }
-    try:
-        snapshots.write(out, meta, answers["list"], answers["details"], answers["openapi"], answers["llms"])
-        served = snapshots.read(out)
-    except (snapshots.SnapshotError, OSError) as exc:
-        raise SyncError(str(exc)) from None
-    return served, drift(against, served)
+        listed = _answer(http, base + path("models"))
+        found = _ids(listed, names, f"GET {base}{path('models')}")
+        try:
+            writer = snapshots.Writer(out)
+        except (snapshots.SnapshotError, OSError) as exc:
+            raise SyncError(str(exc)) from None
+        try:
+            comparison, served, flagged = Comparison(against), [], {}
+            for record, model_id in found:
+                detail = _answer(http, base + path("model", id=model_id))
+                writer.detail(model_id, detail)
+                spec, why = snapshots.model_of(record, detail, names)
+                del detail
+                if spec is not None:
+                    comparison.add(spec)
+                    served.append(model_id)
+                if why is not None:
+                    flagged[model_id] = why
+            if not served:
+                raise SyncError(f"{base}: no model of its catalog can be served; nothing was kept")
+            openapi = _answer(http, base + path("openapi"))
+            llms = _answer(http, base + path("llms_txt"), text=True)
+            taken = now()
+            date = taken.date().isoformat()
+            meta = {
+                "source": base,
+                "taken": taken.isoformat(timespec="seconds"),
+                "date": date,
+                "models": len(found),
+                "wire": wire.tables(names),
+            }
+            writer.finish(meta, listed, openapi, llms)
+        except BaseException as exc:
+            writer.abandon()
+            if isinstance(exc, (snapshots.SnapshotError, OSError)):
+                raise SyncError(str(exc)) from None
+            raise
+    return Synced(out, date, tuple(served), flagged, comparison.drift(f"{out} ({date})", flagged))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -137,14 +171,15 @@ def main(argv: list[str]) -> int:
     try:
         names = wire.load(args.wire)[0] if args.wire is not None else wire.DEFAULT
         out = args.out or Path(f"catalog-{datetime.now(timezone.utc).date().isoformat()}")
-        served, report = sync(args.url, out, names)
+        synced = sync(args.url, out, names)
     except (SyncError, wire.WireError) as exc:
         print(f"mediagen sandbox sync: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"snapshot": str(out), "models": len(served.models), **report.to_json()}, indent=1))
+        report = {"snapshot": str(out), "models": len(synced.served), **synced.drift.to_json()}
+        print(json.dumps(report, indent=1))
         return 0
-    print(f"mediagen sandbox sync: {len(served.models)} models from {args.url} kept in {out} ({served.date})")
-    print("\n".join(report.lines()))
+    print(f"mediagen sandbox sync: {len(synced.served)} models from {args.url} kept in {out} ({synced.date})")
+    print("\n".join(synced.drift.lines()))
     print(f"serve it: mediagen sandbox --catalog {out}")
     return 0

@@ -88,16 +88,39 @@ def name(catalog: Catalog) -> str:
 
 def drift(before: Catalog, after: Catalog) -> Drift:
     """What ``after`` changed against ``before``."""
-    old, new = before.by_id, after.by_id
-    changes = [c for model_id in new if model_id in old for c in _changes(old[model_id], new[model_id])]
-    return Drift(
-        name(before),
-        name(after),
-        tuple(model_id for model_id in new if model_id not in old),
-        tuple(model_id for model_id in old if model_id not in new),
-        tuple(changes),
-        dict(after.flagged),
-    )
+    comparison = Comparison(before)
+    for model in after.models:
+        comparison.add(model)
+    return comparison.drift(name(after), after.flagged)
+
+
+class Comparison:
+    """A :class:`Drift` built one model at a time, so the newer catalog is never held whole (a sync
+    compares each model as it arrives)."""
+
+    def __init__(self, before: Catalog) -> None:
+        self.before = before
+        self.seen: list[str] = []
+        self.changes: list[Change] = []
+
+    def add(self, model: ModelSpec) -> None:
+        """One model of the newer catalog."""
+        self.seen.append(model.id)
+        old = self.before.by_id.get(model.id)
+        if old is not None:
+            self.changes += _changes(old, model)
+
+    def drift(self, after: str, flagged: Mapping[str, str]) -> Drift:
+        """The drift of every model added; ``after`` names the newer catalog."""
+        old, seen = self.before.by_id, set(self.seen)
+        return Drift(
+            name(self.before),
+            after,
+            tuple(model_id for model_id in self.seen if model_id not in old),
+            tuple(model_id for model_id in old if model_id not in seen),
+            tuple(self.changes),
+            dict(flagged),
+        )
 
 
 def _pricing(model: ModelSpec, key: str) -> Any:

@@ -18,12 +18,14 @@ sandbox's info and the sync's report say so.
 
 import json
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.schema import media_kind
+from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.catalog import BY_ID, Catalog, ModelSpec
 from mediagen_nb.sandbox.catalog.loader import rule_problems
 from mediagen_nb.sandbox.catalog.model import KINDS
@@ -41,6 +43,7 @@ META, LIST, DETAILS, OPENAPI, LLMS = "snapshot.json", "models.json", "models", "
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a model id that may name a file
 RUNTIME_BY_KIND = {"image": 20.0, "video": 60.0, "audio": 8.0}  # a model the bundled catalog lacks
 MAX_FILE_BYTES = 64 * 2**20
+STAGING = ".incoming"  # where a sync writes until it has every answer
 
 
 class SnapshotError(ValueError):
@@ -58,41 +61,70 @@ def detail_file(folder: Path, model_id: Any) -> Path:
     return place
 
 
-def write(
-    folder: Path,
-    meta: Mapping[str, Any],
-    listed: Any,
-    details: Mapping[str, Any],
-    openapi: Any,
-    llms: str,
-) -> None:
-    """Write a snapshot into ``folder`` (made if needed; a folder holding anything but a snapshot is
-    refused, so nothing of the user's is overwritten)."""
-    if folder.exists() and any(folder.iterdir()) and not (folder / META).is_file():
-        raise SnapshotError(f"{folder} holds files and no {META}: give --out an empty or a new folder")
-    (folder / DETAILS).mkdir(parents=True, exist_ok=True)
-    for old in (folder / DETAILS).glob("*.json"):
-        old.unlink()  # a model removed since the last sync must not linger
-    for model_id, answer in details.items():
-        _dump(detail_file(folder, model_id), answer)
-    _dump(folder / LIST, listed)
-    _dump(folder / OPENAPI, openapi)
-    (folder / LLMS).write_text(llms, encoding="utf-8")
-    _dump(folder / META, meta)
+class Writer:
+    """A snapshot being written into ``folder``: each model's answer as it arrives (so a sync holds one
+    at a time), the rest at :meth:`finish`. Until then it all goes to a staging folder inside, so the
+    snapshot already there stays whole if the sync fails (:meth:`abandon`). A folder holding anything
+    but a snapshot is refused, so nothing of the user's is overwritten."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.made = not folder.exists()
+        if (
+            not self.made
+            and any(p.name != STAGING for p in folder.iterdir())
+            and not (folder / META).is_file()
+        ):
+            raise SnapshotError(f"{folder} holds files and no {META}: give --out an empty or a new folder")
+        self.staging = folder / STAGING
+        shutil.rmtree(self.staging, ignore_errors=True)  # what a killed sync left
+        (self.staging / DETAILS).mkdir(parents=True)
+
+    def detail(self, model_id: str, answer: Any) -> None:
+        """Keep one model's answer now."""
+        _dump(detail_file(self.staging, model_id), answer)
+
+    def finish(self, meta: Mapping[str, Any], listed: Any, openapi: Any, llms: str) -> None:
+        """Write the rest and put the new snapshot in place of the old (a model removed since the last
+        sync does not linger)."""
+        _dump(self.staging / LIST, listed)
+        _dump(self.staging / OPENAPI, openapi)
+        (self.staging / LLMS).write_text(llms, encoding="utf-8")
+        _dump(self.staging / META, meta)
+        old = self.folder / f"{STAGING}-old"
+        shutil.rmtree(old, ignore_errors=True)
+        if (self.folder / DETAILS).is_dir():
+            (self.folder / DETAILS).rename(old)
+        (self.staging / DETAILS).rename(self.folder / DETAILS)
+        for name in (LIST, OPENAPI, LLMS, META):  # the meta last: it marks the folder a snapshot
+            (self.staging / name).replace(self.folder / name)
+        shutil.rmtree(old, ignore_errors=True)
+        self.staging.rmdir()
+
+    def abandon(self) -> None:
+        """Drop what was written; the folder is as it was (gone again if this made it)."""
+        shutil.rmtree(self.folder if self.made else self.staging, ignore_errors=True)
 
 
 def _dump(where: Path, value: Any) -> None:
-    where.write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    with where.open("w", encoding="utf-8") as file:  # written as it is encoded, never whole in memory
+        json.dump(value, file, indent=1, ensure_ascii=False)
+        file.write("\n")
 
 
 def _load(where: Path) -> Any:
     try:
-        if where.stat().st_size > MAX_FILE_BYTES:
-            raise SnapshotError(f"{where} is over {MAX_FILE_BYTES // 2**20} MB")
-        return json.loads(where.read_text(encoding="utf-8"))
+        too_large = where.stat().st_size > MAX_FILE_BYTES
+        raw = b"" if too_large else where.read_bytes()
     except OSError as exc:
         raise SnapshotError(f"{where}: cannot be read ({exc.strerror or exc}); a sync's --out?") from None
-    except ValueError as exc:
+    if too_large:
+        raise SnapshotError(f"{where} is over {MAX_FILE_BYTES // 2**20} MB")
+    try:
+        return nesting.loads(raw)
+    except nesting.TooDeep as exc:
+        raise SnapshotError(f"{where}: {exc}, deeper than the sandbox reads") from None
+    except ValueError as exc:  # also text that is not UTF-8
         raise SnapshotError(f"{where}: not JSON ({exc})") from None
 
 
@@ -110,8 +142,7 @@ def read(folder: Path) -> Catalog:
     for record in records(_load(folder / LIST), names, str(folder / LIST)):
         model_id = record.get(names.model_id)
         detail_path = detail_file(folder, model_id)
-        detail = _load(detail_path) if detail_path.is_file() else record
-        spec, why = spec_of(detail if isinstance(detail, Mapping) else record, names)
+        spec, why = model_of(record, _load(detail_path) if detail_path.is_file() else None, names)
         if spec is not None:
             specs.append(spec)
         if why is not None:
@@ -137,6 +168,14 @@ def records(listed: Any, names: wire.Names, where: str) -> list[Mapping[str, Any
                 f"{where}: a model without {names.model_id!r}; give the service's names: --wire NAMES.toml"
             )
     return found
+
+
+def model_of(
+    record: Mapping[str, Any], detail: Any, names: wire.Names
+) -> tuple[ModelSpec | None, str | None]:
+    """A model of the list as the sandbox serves it: from its own answer (``detail``) when that is an
+    object, else from its list record (see :func:`spec_of`)."""
+    return spec_of(detail if isinstance(detail, Mapping) else record, names)
 
 
 def spec_of(record: Mapping[str, Any], names: wire.Names) -> tuple[ModelSpec | None, str | None]:
