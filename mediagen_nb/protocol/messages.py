@@ -78,6 +78,11 @@ def unknown_model(model_id: str, available: Iterable[str]) -> str:
     return f"Unknown model '{model_id}'. Available models: {_listing(available)}"
 
 
+def model_not_served(model_id: str, why: str) -> str:
+    """Ours: a model a sandbox's catalog snapshot lists but the sandbox cannot run, and why."""
+    return f"Model '{model_id}' is in this sandbox's catalog snapshot but {why}; correct it or sync again"
+
+
 def model_not_found(available: Iterable[str]) -> str:
     return f"Model not found. Available models: {_listing(available)}"
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mediagen_nb.protocol import replication as replication_rules
+from mediagen_nb.protocol import schema as schema_rules
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.sandbox import datafiles
@@ -141,6 +142,48 @@ def _same_options(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(any(same_option(x, y) for y in b) for x in a)
 
 
+_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object"})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def property_problems(name: str, prop: Any) -> list[str]:
+    """Where one input property is not a schema the sandbox can check inputs against: a shape it
+    cannot read (a list of types, an enum that is no list, a bound that is no number), or a default
+    its own rules refuse (the value a run that leaves the input out would be given)."""
+    where = f"input {name}"
+    if not isinstance(prop, Mapping):
+        return [f"{where} is {type(prop).__name__}, not an object"]
+    problems = []
+    if "type" in prop and not (isinstance(prop["type"], str) and prop["type"] in _TYPES):
+        problems.append(
+            f"{where}: type {prop['type']!r} is none the sandbox checks ({', '.join(sorted(_TYPES))})"
+        )
+    if "enum" in prop and not (isinstance(prop["enum"], list) and prop["enum"]):
+        problems.append(f"{where}: enum {prop['enum']!r} is not a list of options")
+    problems += [
+        f"{where}: {k} {prop[k]!r} is not a number"
+        for k in ("minimum", "maximum")
+        if k in prop and not _number(prop[k])
+    ]
+    problems += [
+        f"{where}: {k} {prop[k]!r} is not a whole number"
+        for k in ("maxLength", "maxItems", "minItems")
+        if k in prop and not (isinstance(prop[k], int) and not isinstance(prop[k], bool) and prop[k] >= 0)
+    ]
+    if "items" in prop:
+        problems += property_problems(f"{name}[]", prop["items"])
+    if problems or "default" not in prop or prop["default"] is None:
+        return problems
+    try:
+        schema_rules.normalize({"properties": {name: prop}}, {name: prop["default"]})
+    except schema_rules.InputError as exc:
+        return [f"{where}: its default {prop['default']!r} breaks its own rule ({exc.message})"]
+    return []
+
+
 def rule_problems(rule: PriceRule, props: Mapping[str, Any]) -> list[str]:
     """Where a price rule and a model's input properties disagree (none: the rule can price it)."""
     problems = [f"prices unknown input {n}" for n in rule.varies_by() if not isinstance(props.get(n), dict)]
@@ -156,8 +199,14 @@ def rule_problems(rule: PriceRule, props: Mapping[str, Any]) -> list[str]:
             problems.append(f"{m.field} needs a default (the listed price is quoted at it)")
     if isinstance(rule, PerMediaSecond) and media_kind(props[rule.field]) not in ("audio", "video"):
         problems.append(f"{rule.field} is not an audio or video field")
-    if isinstance(rule, PerOutputSecond) and "default" not in props[rule.field]:
-        problems.append(f"{rule.field} needs a default")
+    if isinstance(rule, PerOutputSecond):
+        prop = props[rule.field]
+        if "default" not in prop:
+            problems.append(f"{rule.field} needs a default")
+        if prop.get("type") not in ("integer", "number") or not (
+            _number(prop.get("maximum")) or "enum" in prop
+        ):
+            problems.append(f"{rule.field} is not a number input with a maximum or options")
     return problems
 
 
@@ -167,6 +216,7 @@ def check(model: ModelSpec) -> None:
     problems = [] if ID_PATTERN.match(model.id) and model.kind in KINDS else ["bad id or kind"]
     problems += [f"required {n} not a property" for n in model.input_schema["required"] if n not in props]
     problems += [f"{n} has no description" for n, p in props.items() if not p.get("description")]
+    problems += [problem for n, p in props.items() for problem in property_problems(n, p)]
     problems += rule_problems(model.rule, props)
     if problems:
         raise CatalogError(f"catalog model {model.id}: " + "; ".join(problems))

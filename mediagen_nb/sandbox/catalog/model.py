@@ -1,5 +1,6 @@
 """One catalog model: its public record's fields plus the rules the sandbox prices and runs it by."""
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -57,8 +58,9 @@ def output_seconds(model: ModelSpec, input: Mapping[str, Any], media_seconds: fl
     values = {**input_defaults(model.input_schema), **input}
     if model.kind == "audio" and "text" in model.input_schema["properties"]:
         return max(1.0, len(str(values.get("text") or "")) / SPEECH_CHARS_PER_SECOND)
-    if values.get("duration") is not None:
-        return float(values["duration"])
+    duration = values.get("duration")
+    if isinstance(duration, (int, float)) and not isinstance(duration, bool) and 0 < duration < math.inf:
+        return float(duration)  # a snapshot's duration may be words ("5s"): the default length then
     if model.media_field is not None and media_seconds is not None:
         return float(media_seconds)
     return DEFAULT_OUTPUT_SECONDS

@@ -27,7 +27,7 @@ from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.catalog import BY_ID, Catalog, ModelSpec
-from mediagen_nb.sandbox.catalog.loader import rule_problems
+from mediagen_nb.sandbox.catalog.loader import property_problems, rule_problems
 from mediagen_nb.sandbox.catalog.model import KINDS
 from mediagen_nb.sandbox.pricing import (
     REFERENCE_TEXT_CHARS,
@@ -43,6 +43,7 @@ META, LIST, DETAILS, OPENAPI, LLMS = "snapshot.json", "models.json", "models", "
 MODEL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # a model id that may name a file
 RUNTIME_BY_KIND = {"image": 20.0, "video": 60.0, "audio": 8.0}  # a model the bundled catalog lacks
 MAX_FILE_BYTES = 64 * 2**20
+NOT_SERVED = "not served"  # how a model the sandbox cannot serve is flagged
 STAGING = ".incoming"  # where a sync writes until it has every answer
 
 
@@ -185,12 +186,17 @@ def spec_of(record: Mapping[str, Any], names: wire.Names) -> tuple[ModelSpec | N
     kind, credits = record.get(names.model_output_type), record.get(names.model_credits)
     schema = record.get("input_schema")
     if kind not in KINDS:
-        return None, f"not served: output kind {kind!r} is none of {', '.join(KINDS)}"
+        return None, f"{NOT_SERVED}: output kind {kind!r} is none of {', '.join(KINDS)}"
     if not isinstance(credits, int) or isinstance(credits, bool) or credits < 0:
-        return None, f"not served: listed cost {credits!r} ({names.model_credits}) is not a whole number"
+        return None, f"{NOT_SERVED}: listed cost {credits!r} ({names.model_credits}) is not a whole number"
     if not isinstance(schema, Mapping) or not isinstance(schema.get("properties"), Mapping):
-        return None, "not served: its input_schema has no properties"
+        return None, f"{NOT_SERVED}: its input_schema has no properties"
     input_schema = {**schema, "properties": dict(schema["properties"]), "required": _required(schema)}
+    unreadable = [
+        p for name, prop in input_schema["properties"].items() for p in property_problems(name, prop)
+    ]
+    if unreadable:
+        return None, f"{NOT_SERVED}: " + "; ".join(unreadable)
     pricing = record.get("pricing")
     public = None
     if isinstance(pricing, Mapping):
@@ -246,8 +252,14 @@ def priced(
         )
     derived = _derived(kind, varies_by, credits, props)
     by = ", ".join(varies_by) or "nothing"
-    if derived is None or rule_problems(derived, props):
-        return Flat(credits=listed), f"{kind} by {by}: served at its listed price"
+    problems = rule_problems(derived, props) if derived is not None else []
+    if derived is None or problems:
+        if same and bundled is not None:
+            problems = rule_problems(bundled.rule, props)
+        why = "; ".join(problems) or "no input it varies by can set a price of this type"
+        return Flat(
+            credits=listed
+        ), f"{kind} by {by} cannot be priced ({why}): every run costs its listed {listed}"
     return derived, f"{kind} by {by}: the catalog lists one price, {credits} credits, for every input"
 
 

@@ -120,6 +120,8 @@ class Priced:
 def find_model(models: catalog.Catalog, model_id: Any) -> catalog.ModelSpec:
     """Check 2: the model id is in the public catalog."""
     model = models.by_id.get(model_id) if isinstance(model_id, str) else None
+    if model is None and isinstance(model_id, str) and model_id in models.flagged:
+        raise bad_request(messages.model_not_served(model_id, models.flagged[model_id]))
     if model is None:
         raise bad_request(messages.unknown_model(str(model_id or ""), models.by_id))
     return model

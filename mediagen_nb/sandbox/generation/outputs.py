@@ -7,6 +7,7 @@ Images keep the input's ``aspect_ratio`` (or ``width``/``height``, at most 768 p
 
 import asyncio
 import io
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,9 +28,10 @@ def _ratio(values: Mapping[str, Any]) -> tuple[float, float] | None:
     if isinstance(ratio, str) and ":" in ratio:
         w, _, h = ratio.partition(":")
         try:
-            return float(w), float(h)
+            width, height = float(w), float(h)
         except ValueError:
             return None
+        return (width, height) if 0 < width < math.inf and 0 < height < math.inf else None
     return None
 
 
