@@ -81,7 +81,7 @@ async def image(url: str, own_files: OwnFiles) -> bytes:
     """An image input as a model sees it: downloaded, and an SVG converted to PNG (the spec's rule,
     drawn safely: ``media/vector.py``). :class:`Unreachable`, or ``vector.NotDrawable``."""
     data = await download(url, own_files)
-    if formats.looks_like_svg(data[: formats.HEAD]):
+    if formats.looks_like_svg(data[: formats.HEAD]) or vector.is_svgz(data):
         return await asyncio.to_thread(vector.to_png, data)
     return data
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mediagen_nb.protocol import formats
+from mediagen_nb.sandbox.media import vector
 
 HEAD_BYTES = formats.HEAD  # what the signature checks and the description read
 
@@ -126,6 +127,8 @@ def describe(head: bytes) -> str:
         return "a Matroska (MKV) video"
     if head[4:8] == b"ftyp":
         return "an MP4 audio file (M4A)"
+    if head.startswith(vector.GZIP):
+        return vector.SVGZ if vector.is_svgz(head) else "a gzip-compressed file"
     try:
         text = head.decode("utf-8").lstrip("\ufeff \t\r\n").lower()
     except UnicodeDecodeError:
