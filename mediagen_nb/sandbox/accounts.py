@@ -2,7 +2,8 @@
 
 Each plan's monthly credits (3,000 Scale, 8,000 Ultra) are granted at the turn of every calendar month
 of the sandbox's clock: added to the balance (the spec does not say whether unused ones lapse; here
-they stay), one ledger entry (``kind: grant``) per month, seen the next time the account is used.
+they stay), one ledger entry (``kind: grant``) per account and month, booked as soon as anything reads a
+balance or the ledger, or charges or refunds, after the clock passed the month's turn.
 """
 
 import secrets
@@ -183,31 +184,50 @@ class Accounts:
         return Caller(self.accounts[ids["account"]], key, ids.get("token"), ids.get("via", VIA_API))
 
     def account(self, account_id: str) -> Account:
-        """The account (made on first use, with its plan's credits), its months' grants given."""
+        """The account (made on first use, with its plan's credits), the months' grants booked."""
         if account_id not in self.accounts:
             self.accounts[account_id] = Account(account_id, granted_month=self.clock.month())
             self.unsaved = True
-        account = self.accounts[account_id]
-        self.grant_months(account)
-        return account
+        self.book_grants()
+        return self.accounts[account_id]
 
-    def grant_months(self, account: Account) -> None:
-        """Grant the plan's monthly credits for every calendar month begun since the last grant."""
+    def entries(self) -> list[dict[str, Any]]:
+        """The ledger, with the grants of every month begun booked."""
+        self.book_grants()
+        return self.ledger
+
+    def book_grants(self) -> None:
+        """Book the plan's monthly credits of every account for each calendar month begun since its last
+        grant, month by month across the accounts, dated the first of the month.
+
+        Called by every read of a balance or of the ledger and before every charge and refund, so the
+        grant is there the moment the clock has passed the month's turn, however the clock moved (a
+        jump, a manual advance, scaled time) and whichever account is looked at first; the ledger's
+        order stays the clock's.
+        """
         now = self.clock.month()
-        if not account.granted_month:
-            account.granted_month = now
-            self.unsaved = True
-        while account.granted_month < now:
-            year, month = (int(part) for part in account.granted_month.split("-"))
-            year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-            account.granted_month = f"{year:04d}-{month:02d}"
-            self.unsaved = True
-            credits = limits.PLAN_CREDITS.get(account.plan, 0)  # plans without API access: none here
-            if credits:
-                account.balance += credits
-                start = datetime(year, month, 1, tzinfo=timezone.utc).timestamp()
-                plan = Caller(account, None, via=VIA_PLAN)
-                self._record(GRANT, plan, credits, "plan", account.granted_month, at=start)
+        for account in self.accounts.values():
+            if not account.granted_month:  # a state saved before grants were kept: counting starts now
+                account.granted_month = now
+                self.unsaved = True
+        while True:
+            behind = [account for account in self.accounts.values() if account.granted_month < now]
+            if not behind:
+                return
+            month = min(_next_month(account.granted_month) for account in behind)
+            for account in behind:
+                if _next_month(account.granted_month) == month:
+                    self._grant(account, month)
+
+    def _grant(self, account: Account, month: str) -> None:
+        account.granted_month = month
+        self.unsaved = True
+        credits = limits.PLAN_CREDITS.get(account.plan, 0)  # plans without API access: none here
+        if credits:
+            account.balance += credits
+            year, number = (int(part) for part in month.split("-"))
+            start = datetime(year, number, 1, tzinfo=timezone.utc).timestamp()
+            self._record(GRANT, Caller(account, None, via=VIA_PLAN), credits, "plan", month, at=start)
 
     def create_key(self, body: dict[str, Any]) -> ApiKey:
         """``POST /_sandbox/keys``: like the developer page's New key, plus a state for tests."""
@@ -321,7 +341,7 @@ class Accounts:
         self, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
     ) -> dict[str, Any]:
         """Take credits from the shared balance and count them against the key's month."""
-        self.grant_months(caller.account)
+        self.book_grants()
         caller.account.balance -= credits
         if caller.key is not None:
             caller.key.spent[self.clock.month()] += credits
@@ -333,7 +353,7 @@ class Accounts:
         self, caller: Caller, credits: int, resource: str, resource_id: str | None, **extra: Any
     ) -> dict[str, Any]:
         """Give credits back to the balance and to the key's months they were charged in (latest first)."""
-        self.grant_months(caller.account)
+        self.book_grants()
         caller.account.balance += credits
         charged = self._charged.get((caller.credential, resource, resource_id), Counter())
         taken = _take_back(charged, credits)
@@ -342,6 +362,12 @@ class Accounts:
                 caller.key.spent[month] -= take
             caller.key.spent[self.clock.month()] -= credits - sum(taken.values())
         return self._record("refund", caller, credits, resource, resource_id, **extra)
+
+
+def _next_month(month: str) -> str:
+    """``"2026-12"`` -> ``"2027-01"``."""
+    year, number = (int(part) for part in month.split("-"))
+    return f"{year + number // 12:04d}-{number % 12 + 1:02d}"
 
 
 def bearer(authorization: str | None) -> str:

@@ -52,7 +52,7 @@ async def account(request: Request) -> Response:
 
 async def ledger(request: Request) -> Response:
     """GET /_sandbox/ledger: every charge, refund and monthly grant, optionally of one account or id."""
-    entries = _world(request).accounts.ledger
+    entries = _world(request).accounts.entries()
     for param, name in (("account", "account"), ("resourceId", "resourceId")):
         wanted = request.query_params.get(param)
         if wanted:

@@ -210,7 +210,7 @@ class World:
                 "analyses": len(self.replication.analyses),
                 "replicationRuns": len(self.replication.runs),
                 "jobs": len(self.topic.jobs),
-                "ledgerEntries": len(self.accounts.ledger),
+                "ledgerEntries": len(self.accounts.entries()),
                 "webhooks": len(self.outbox.sent),
                 "uploads": len(self.uploads.stored()),
                 "requests": self.requests.accepted + self.requests.refused,  # with a key, 429s included

@@ -334,6 +334,36 @@ async def test_each_plans_monthly_credits_are_granted_at_the_month_turn(api: htt
     assert account["grantedMonth"] > months[-1]  # the month counted, with nothing granted
 
 
+@pytest.mark.anyio
+async def test_a_grant_is_on_the_ledger_the_moment_the_month_turns() -> None:
+    """Right after the clock passes the turn, the ledger is read first (no balance read before it):
+    every account's grant is there, dated the turn, before anything later; a run that fails after the
+    turn is refunded after the grants, and every account agrees on one order."""
+    sandbox = Sandbox(clock="manual", seed=1)
+    async with client_for(sandbox, bearer(sandbox.demo_key)) as api:
+        team = await new_key(api, account="team")
+        await advance(api, await seconds_to_next_month(api) - 5)
+        assert (await api.post(FAULTS, json={"modelScript": ["fail"]})).status_code == 200
+        assert (await run(api)).status_code == 201
+        await advance(api, 120)  # the run started before the turn ends after it, and fails
+        entries = await ledger(api)
+        kinds = [(e["kind"], e["account"]) for e in entries]
+        assert kinds == [("charge", "demo"), ("grant", "demo"), ("grant", "team"), ("refund", "demo")]
+        assert [e["seq"] for e in entries] == [1, 2, 3, 4]
+        month = entries[1]["resourceId"]
+        assert entries[1]["at"] == entries[2]["at"] == f"{month}-01T00:00:00.000Z"
+        assert (await api.get(INFO)).json()["data"]["counts"]["ledgerEntries"] == 4
+        async with client_for(sandbox, bearer(team)) as other:
+            assert (await run(other)).status_code == 201
+        assert await balance(api, "team") == 2 * limits.PLAN_CREDITS["scale"] - 8
+        assert [e["kind"] for e in await ledger(api)][4:] == ["charge"]  # no second grant for anyone
+        await advance(api, await seconds_to_next_month(api) + 1)  # nothing runs: only the clock moves
+        assert [(e["kind"], e["account"]) for e in await ledger(api)][5:] == [
+            ("grant", "demo"),
+            ("grant", "team"),
+        ]
+
+
 def test_granted_months_survive_a_restart(tmp_path: Path) -> None:
     """A kept sandbox grants a month once: its state keeps the month granted and the ledger's grants."""
     config = SandboxConfig(time_scale=600, seed=1, data_dir=tmp_path)

@@ -50,7 +50,7 @@ def _status(world: "World", resource: str, resource_id: str) -> str | None:
 def check_usage(world: "World", account: Account, base_url: str) -> dict[str, Any]:
     """The five fields of ``check_usage`` for ``account`` now."""
     runs: dict[tuple[str, str], _Run] = {}
-    for entry in world.accounts.ledger:
+    for entry in world.accounts.entries():
         if entry["account"] != account.id or entry["kind"] == GRANT:
             continue  # a month's plan credits are no run
         run = runs.setdefault(
