@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mediagen_nb.client import errors
-from mediagen_nb.protocol import messages
+from mediagen_nb.protocol import headers, messages
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
@@ -62,18 +62,12 @@ def sendable(values: Mapping[str, Any]) -> None:
 
 
 def header_value(name: str, value: str) -> str:
-    """``value`` as an HTTP header can carry it (printable ASCII, no line break), else ValidationError.
+    """``value`` as an HTTP header can carry it (``protocol.headers``), else ValidationError.
 
     Checked before httpx sees it: httpx's own UnicodeEncodeError would carry the request's headers in
     its traceback's locals.
     """
-    for position, char in enumerate(value):
-        if not (" " <= char <= "~"):
-            kind = "a line break" if char in "\r\n" else "a control character" if char.isascii() else None
-            what = kind or f"the non-ASCII character {char!r}"
-            raise errors.ValidationError(
-                f"{name} has {what} at position {position}; use letters, digits and -_.: (ASCII only)",
-                field=name,
-                sent=False,
-            )
+    found = headers.problem(value)
+    if found is not None:
+        raise errors.ValidationError(messages.not_a_header_value(name, found), field=name, sent=False)
     return value

@@ -216,6 +216,11 @@ BODY_NOT_TEXT = "Request body must be valid JSON text: a string holds a lone sur
 FILE_NOT_FOUND = "File not found"
 
 
+def not_a_header_value(field: str, problem: str) -> str:
+    """Ours: an Idempotency-Key (header, body or tool argument) no HTTP header could carry."""
+    return f"{field} has {problem}; use letters, digits and -_.: (ASCII only)"
+
+
 def body_not_json(reason: str) -> str:
     return f"{BODY_NOT_JSON} ({reason})"
 

@@ -2,6 +2,8 @@
 
 * Idempotency: a key names one start per account; a replay returns what it started, for ever (run,
   topic-to-video) or for 24 hours (analyze, replicate), and concurrent starts with one key create once.
+  Every door checks a key alike (:func:`idempotency_key`): the REST header, the topic-to-video body,
+  the agent server's tools.
 * The spec's last pre-charge checks, in its order: the key's monthly cap (429), content moderation,
   then the balance (400 ``Not enough credits``). Earlier checks belong to each API's own rules.
 * Charging: a start that meets a capacity fault is charged and refunded in the same request (503);
@@ -18,7 +20,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
-from mediagen_nb.protocol import limits, messages
+from mediagen_nb.protocol import headers, limits, messages
 from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.accounts import Accounts, Caller
@@ -31,6 +33,19 @@ FAIL: Outcome = "fail"
 TIMEOUT: Outcome = "timeout"
 _OUTCOMES: dict[str, Outcome] = {"fail": FAIL, "hang": TIMEOUT}
 CAPACITY_NOTE = "the model could not start the job; refunded in the same request"
+
+
+def idempotency_key(value: Any, field: str) -> str | None:
+    """A start's idempotency key as given in ``field`` (None: none), or a 400 naming ``field``: a
+    non-empty string an HTTP header can carry (``protocol.headers``), wherever it was sent."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise bad_request(messages.wrong_type(field, "a non-empty string"))
+    problem = headers.problem(value)
+    if problem is not None:
+        raise bad_request(messages.not_a_header_value(field, problem))
+    return value
 
 
 class Idempotency:

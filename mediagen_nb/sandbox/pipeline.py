@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.accounts import Caller
+from mediagen_nb.sandbox.lifecycle import idempotency_key
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, error_response, too_many
 
 if TYPE_CHECKING:
@@ -99,14 +100,21 @@ async def json_object(request: Request) -> dict[str, Any]:
     raw = await capped_body(request)
     if not raw.strip():
         return {}
+    body = json_body(raw)
+    if not isinstance(body, dict):
+        raise bad_request(messages.BODY_NOT_OBJECT)
+    return body
+
+
+def json_body(raw: bytes) -> Any:
+    """A JSON body as every body the sandbox takes is read (REST's and the agent server's): NaN and
+    Infinity, nesting past ``MAX_JSON_DEPTH`` and lone surrogates refused with a 400 naming them."""
     try:
         body = json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
     except RecursionError:
         raise bad_request(messages.body_too_deep(MAX_JSON_DEPTH)) from None
     except ValueError as exc:  # also bad UTF-8 and integers too long to read
         raise bad_request(messages.body_not_json(_reason(exc))) from None
-    if not isinstance(body, dict):
-        raise bad_request(messages.BODY_NOT_OBJECT)
     _check_tree(body)
     return body
 
@@ -143,7 +151,8 @@ class Incoming:
         return str(self.request.path_params[name])
 
     def idempotency_key(self) -> str | None:
-        return self.request.headers.get("idempotency-key") or None
+        """The ``Idempotency-Key`` header (an empty one is none), checked as every door checks a key."""
+        return idempotency_key(self.request.headers.get("idempotency-key") or None, "Idempotency-Key")
 
     async def json(self) -> dict[str, Any]:
         return await json_object(self.request)

@@ -10,7 +10,9 @@ stateless with JSON answers, so each HTTP request stands alone, as the service's
 In front of the SDK, every request to ``/mcp`` is authenticated (``access.py``: the account's API keys
 and agent clients' access tokens) and counted against its credential's 60 requests a minute (a key's
 window is the one its REST requests fill); a refusal is the service's error body, and a 401 says where
-to sign in (``WWW-Authenticate``).
+to sign in (``WWW-Authenticate``). Its body is read as REST's bodies are (``pipeline.py``: 413 past
+4 MB, 400 for NaN, nesting past 64 levels or a lone surrogate), and each tool's arguments are checked as
+REST checks the same fields (``tools.py``).
 """
 
 import contextlib
@@ -21,12 +23,13 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.requests import Request
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from mediagen_nb import __version__
 from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.agent import access, tools
+from mediagen_nb.sandbox.pipeline import capped_body, json_body
 from mediagen_nb.sandbox.responses import ServiceError, error_response
 
 CALLER = "mediagen.caller"  # the ASGI scope key the endpoint leaves the authenticated caller under
@@ -75,6 +78,21 @@ def _server() -> "Server[Any, Request]":
     return server
 
 
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The request's body, already read and checked, given to the SDK as if it arrived now; then what
+    the connection says next (a disconnect)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
+
+
 class AgentEndpoint:
     """The ASGI app at ``/mcp``: credential and request limit, then the SDK's streamable HTTP transport."""
 
@@ -105,6 +123,9 @@ class AgentEndpoint:
             caller = access.authenticate(world, request.headers.get("authorization"))
             if world.requests.acquire(caller.credential) is None:
                 raise ServiceError(429, messages.KEY_RATE_LIMIT if caller.key else messages.TOKEN_RATE_LIMIT)
+            body = await capped_body(request)  # REST's cap on a body, and its rules of JSON
+            if body.strip():
+                json_body(body)
         except ServiceError as exc:
             response = error_response(exc.status, exc.message)
             if exc.status == 401:
@@ -112,4 +133,4 @@ class AgentEndpoint:
             await response(scope, receive, send)
             return
         scope[CALLER] = caller
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, _replay(body, receive), send)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mediagen_nb.protocol import limits, messages, replication, states, wire
+from mediagen_nb.sandbox import lifecycle
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.agent import avatars
 from mediagen_nb.sandbox.agent.usage import USAGE_FIELDS, check_usage
@@ -78,7 +79,10 @@ WAIT = {
     "description": "hold up to this many seconds for the work to end (0: answer at once)",
 }
 WEBHOOK = _string("https URL called when the work ends (the service's webhook)")
-IDEMPOTENCY = _string("the same key again returns what it started, at no charge")
+IDEMPOTENCY_ARG = "idempotencyKey"
+IDEMPOTENCY = _string(
+    "the same key again returns what it started, at no charge; printable ASCII, as an HTTP header carries it"
+)
 
 
 def _wait(args: dict[str, Any]) -> float:
@@ -125,18 +129,20 @@ async def _read_generation(call: ToolCall, gen_id: str, wait: float) -> dict[str
 async def generate(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     if args.get("generationId"):
         return await _read_generation(call, args["generationId"], _wait(args))
-    gen = await _generation(call, args.get("modelId"), args.get("input"), args, args.get("idempotencyKey"))
+    gen = await _generation(call, args.get("modelId"), args.get("input"), args, args.get(IDEMPOTENCY_ARG))
     return await _read_generation(call, gen.id, _wait(args))
 
 
 async def create_avatar(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     values = avatars.portrait_input(args)
-    gen = await _generation(call, avatars.PORTRAIT_MODEL, values, args, args.get("idempotencyKey"))
+    gen = await _generation(call, avatars.PORTRAIT_MODEL, values, args, args.get(IDEMPOTENCY_ARG))
     return await _read_generation(call, gen.id, _wait(args))
 
 
 async def avatar_say(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    key = args.get("idempotencyKey")
+    if args.get("webhook") is not None:  # the lip-sync's, refused before the speech is paid for
+        await call.world.outbox.check(args["webhook"])
+    key = args.get(IDEMPOTENCY_ARG)
     model_id, values = avatars.speech_run(args)
     speech = await _generation(call, model_id, values, {}, f"{key}:speech" if key else None)
     await speech.done.wait()  # the lip-sync needs the audio; a run always ends (its time limit)
@@ -159,7 +165,7 @@ async def analyze_video(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
         started, _ = await backend.analyze(
             call.caller,
             args["url"],
-            idempotency_key=args.get("idempotencyKey"),
+            idempotency_key=args.get(IDEMPOTENCY_ARG),
             at_capacity=call.at_capacity,
             base_url=call.base_url,
         )
@@ -187,7 +193,7 @@ async def replicate_video(call: ToolCall, args: dict[str, Any]) -> dict[str, Any
             call.caller,
             args["analysisId"],
             body,
-            idempotency_key=args.get("idempotencyKey"),
+            idempotency_key=args.get(IDEMPOTENCY_ARG),
             at_capacity=call.at_capacity,
             base_url=call.base_url,
         )
@@ -266,7 +272,7 @@ def _tools() -> list[Tool]:
                     "modelId": _string("a catalog model id, e.g. gpt-image-2"),
                     "input": {"type": "object", "description": "the model's inputs, per its input_schema"},
                     "webhook": WEBHOOK,
-                    "idempotencyKey": IDEMPOTENCY,
+                    IDEMPOTENCY_ARG: IDEMPOTENCY,
                     "generationId": _string("read this generation instead of starting one"),
                     "wait": WAIT,
                 }
@@ -283,7 +289,7 @@ def _tools() -> list[Tool]:
                         "https link to a TikTok, YouTube or Instagram video, or a .mp4/.mov/.webm"
                     ),
                     "analysisId": _string("read this analysis instead of starting one"),
-                    "idempotencyKey": IDEMPOTENCY,
+                    IDEMPOTENCY_ARG: IDEMPOTENCY,
                     "wait": WAIT,
                 }
             ),
@@ -315,7 +321,7 @@ def _tools() -> list[Tool]:
                         "aspect of the marketing cut", enum=list(replication.MARKETING_ASPECTS)
                     ),
                     "webhook": WEBHOOK,
-                    "idempotencyKey": IDEMPOTENCY,
+                    IDEMPOTENCY_ARG: IDEMPOTENCY,
                     "wait": WAIT,
                 }
             ),
@@ -371,7 +377,7 @@ def _tools() -> list[Tool]:
                     "quality": _string("image quality (higher costs more)", enum=["low", "medium", "high"]),
                     "aspectRatio": _string("image aspect", enum=["1:1", "3:2", "2:3"]),
                     "webhook": WEBHOOK,
-                    "idempotencyKey": IDEMPOTENCY,
+                    IDEMPOTENCY_ARG: IDEMPOTENCY,
                     "wait": WAIT,
                 }
             ),
@@ -390,7 +396,7 @@ def _tools() -> list[Tool]:
                     "voiceSample": _string("https .mp3/.wav sample of a voice to clone instead"),
                     "resolution": _string("video resolution", enum=list(avatars.LIPSYNC_MODELS)),
                     "webhook": WEBHOOK,
-                    "idempotencyKey": IDEMPOTENCY,
+                    IDEMPOTENCY_ARG: IDEMPOTENCY,
                     "wait": WAIT,
                 },
                 ("image", "text"),
@@ -434,4 +440,7 @@ async def call(
         raise ServiceError(500, messages.SERVER_ERROR)
     elif fault == "503" and name not in STARTS:
         raise ServiceError(503, messages.AT_CAPACITY)
+    # The fields REST carries elsewhere (the key in a header) are checked by REST's rules before any
+    # start; the others go to the same backends as REST's bodies, which check them.
+    lifecycle.idempotency_key(args.get(IDEMPOTENCY_ARG), IDEMPOTENCY_ARG)
     return await TOOLS[name].handler(ToolCall(world, caller, base_url, fault), args)

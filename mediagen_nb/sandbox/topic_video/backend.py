@@ -210,9 +210,7 @@ class TopicVideoBackend:
         plan = options.plan(body, names)
         if plan.webhook is not None:
             await self.world.outbox.check(plan.webhook)
-        key = body.get(names.job_idempotency)
-        if key is not None and (not isinstance(key, str) or not key):
-            raise bad_request(messages.wrong_type(names.job_idempotency, "a non-empty string"))
+        key = lifecycle.idempotency_key(body.get(names.job_idempotency), names.job_idempotency)
 
         async def create() -> str:
             return self._create(caller, plan, at_capacity, base_url).id
