@@ -61,22 +61,16 @@ def listed(price: int | None) -> Callable[[], Op[int | None]]:
     return known
 
 
-def unpriced() -> Op[int | None]:
-    """No price before the start is answered (a re-edit): the budget holds nothing for it."""
-    return None
-    yield  # a generator of no steps
-
-
 @dataclass(frozen=True)
 class Start(Generic[R]):
     """A paid start as its operation describes it.
 
     ``request(key)`` is the request carrying the start's Idempotency-Key; ``parse`` reads its answer as
     the resource; ``recorded(resource, answer, price)`` is what the ledger keeps of it; ``price()``
-    what the start holds against the budget (asked only when the start is sent). ``read`` reads the
-    resource of an earlier start by id, and ``same`` says whether what it read is that start's (a
-    restarted sandbox hands the same ids out again); ``kept`` says the ledger keeps its whole answer,
-    so an earlier start that has ended is returned from it without a request.
+    what the start holds against the budget (every paid start has one; asked only when it is sent).
+    ``read`` reads the resource of an earlier start by id, and ``same`` says whether what it read is
+    that start's (a restarted sandbox hands the same ids out again); ``kept`` says the ledger keeps its
+    whole answer, so an earlier start that has ended is returned from it without a request.
     """
 
     kind: str  # ledgers.GENERATION, ANALYSIS, REPLICATION or JOB
@@ -87,7 +81,7 @@ class Start(Generic[R]):
     parse: Callable[[Any], R]
     recorded: Callable[[R, Any, int | None], Recorded]
     read: Callable[[str], Op[R]]
-    price: Callable[[], Op[int | None]] = unpriced
+    price: Callable[[], Op[int | None]]
     same: Callable[[R, ledgers.Entry], bool] = lambda current, entry: True
     kept: bool = False
     key: str | None = None  # an Idempotency-Key given by the caller, sent as it is

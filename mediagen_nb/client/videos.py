@@ -54,6 +54,7 @@ class VideoEstimate:
     unknown: tuple[str, ...]
     seconds: float
     at_most: int  # the most the job can spend at this target length (our bound: see SPEECH_MARGIN)
+    edit_at_most: int = 0  # of which the steps the catalog cannot price: what a re-edit can spend at most
 
     @property
     def at_least(self) -> int:
@@ -90,7 +91,8 @@ class Videos:
         )
         speech = length * SPEECH_MARGIN
         priced = sum(most_for(models[model_id], listed, speech) for _, model_id, listed in parts)
-        return VideoEstimate(parts, UNKNOWN_PARTS, length, math.ceil(priced * UNPRICED_MARGIN))
+        at_most = math.ceil(priced * UNPRICED_MARGIN)
+        return VideoEstimate(parts, UNKNOWN_PARTS, length, at_most, at_most - priced)
 
     def make_video(
         self,
@@ -210,21 +212,40 @@ class Videos:
     ) -> Op[ShortVideoJob]:
         """Re-cut a finished video with another edit style; returns the new job.
 
-        The spec gives re-edits no idempotency key, so after an ambiguous failure it is never resent.
+        A re-edit runs its job's edit steps again (captions, b-roll, stills, music), which the catalog
+        does not price: like every paid start it holds the most those can spend, read from the job's
+        target length (:attr:`VideoEstimate.edit_at_most`), until it ends, or is refused
+        (BudgetExceeded, nothing sent) when the session budget left is less. The spec gives re-edits
+        no idempotency key, so after an ambiguous failure it is never resent.
         """
         body = {
             k: v for k, v in {"flow": flow, "captions": captions, "music": music}.items() if v is not None
         }
         params = {"id": checked_id(job_id, "job")}
+        what = f"the re-edit of job {job_id}"
 
-        def recorded(job: ShortVideoJob, answer: Any, price: int | None) -> Recorded:
-            return Recorded(job.status or states.SCRIPTING, job.credits_used or 0, credits_known=False)
+        def priced() -> Op[int | None]:
+            parent = yield from self.job(job_id)  # a free read: its length bounds what the edit spends
+            seconds = parent.seconds
+            if not isinstance(seconds, (int, float)) or not (
+                spec_limits.SHORT_VIDEO_SECONDS_MIN <= seconds <= spec_limits.SHORT_VIDEO_SECONDS_MAX
+            ):
+                seconds = spec_limits.SHORT_VIDEO_SECONDS_MAX  # a length it does not say: the longest
+            most = (yield from self.video_estimate(seconds)).edit_at_most
+            left, limit = self.core.budget.status().left, self.core.budget.limit
+            if left is not None and most > left:
+                raise errors.BudgetExceeded(
+                    f"budget: {what} can spend up to {most} credits (the edit steps of a {seconds:g} s "
+                    f"video), but {left} of the session budget of {limit} credits are left; nothing was "
+                    "sent. Raise it with mediagen_nb.budget(N) or %mediagen budget N"
+                )
+            return most
 
         return (
             yield from self.starts.start(
                 Start(
                     ledgers.JOB,
-                    f"the re-edit of job {job_id}",
+                    what,
                     None,
                     body,
                     request=lambda key: Call(
@@ -233,8 +254,9 @@ class Videos:
                     parse=lambda data: ShortVideoJob.from_api(
                         {"status": states.SCRIPTING, **data}, self.core.spelling.names
                     ),
-                    recorded=recorded,
+                    recorded=_held_until_it_ends,
                     read=self.job,
+                    price=priced,
                 )
             )
         )

@@ -56,3 +56,31 @@ async def test_the_most_bounds_what_the_sandbox_charges(kit: Kit, seconds: int, 
     done = await kit.call("wait_job", job, poll=POLL, timeout=WAIT)
     assert done.status == "done" and 0 < net(kit, job.id) <= estimate.at_most
     assert kit.recorder.count("job_start") == 1
+
+
+async def test_a_reedit_holds_what_its_edit_can_spend_or_is_refused_naming_it(kit: Kit) -> None:
+    """Issue 33: with 1 credit of the budget left, ``reedit`` was sent and charged 3. A re-edit runs its
+    job's edit steps, which the catalog does not price: it holds the most they can spend at the job's
+    length, is refused naming that figure when the budget left is less, and its charge replaces the
+    hold once it ends."""
+    job = await kit.call("make_video", "why owls turn their heads", seconds=20)
+    done = await kit.call("wait_job", job, poll=POLL, timeout=WAIT)
+    edit = (await kit.call("video_estimate", 20)).edit_at_most
+    assert done.status == "done" and 0 < edit < (await kit.call("video_estimate", 20)).at_most
+    spent = budget().spent
+    budget(spent + 1)
+    with pytest.raises(BudgetExceeded) as raised:
+        await kit.call("reedit", job.id, flow="karaoke")
+    assert raised.value.message == (
+        f"budget: the re-edit of job {job.id} can spend up to {edit} credits (the edit steps of a 20 s "
+        f"video), but 1 of the session budget of {spent + 1} credits are left; nothing was sent. Raise it "
+        "with mediagen_nb.budget(N) or %mediagen budget N"
+    )
+    assert kit.recorder.count("reedit") == 0 and len(kit.sandbox.world.topic.jobs) == 1
+    budget(spent + edit)
+    recut = await kit.call("reedit", job.id, flow="broll-punch")
+    assert budget().spent == spent + edit  # held while it runs
+    finished = await kit.call("wait_job", recut, poll=POLL, timeout=WAIT)
+    charged = net(kit, recut.id)
+    assert finished.status == "done" and 0 < charged <= edit
+    assert budget().spent == spent + charged == spent + finished.credits_used

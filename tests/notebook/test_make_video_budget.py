@@ -20,3 +20,15 @@ def test_make_video_is_refused_when_its_most_passes_the_budget_left(nb: Notebook
     charged = [e["credits"] for e in nb.charges() if e["resourceId"] == job.id]
     assert 0 < sum(charged) <= estimate.at_most
     nb.ok("%mediagen budget off")
+
+
+def test_reedit_is_refused_naming_what_its_edit_can_spend(nb: Notebook) -> None:
+    """Issue 33: ``%mediagen reedit`` was refused saying the re-edit "would cost 0 credits"."""
+    nb.ok("%%make_video --seconds 20 -o job\nwhy owls turn their heads")
+    edit = nb.ok("%%make_video --seconds 20 --estimate\nwhy owls turn their heads").edit_at_most
+    spent = nb.ok("import mediagen_nb; mediagen_nb.budget()").spent
+    nb.ok(f"%mediagen budget {spent + 1}")
+    kind, message = nb.error_kind("%mediagen reedit job --flow karaoke")
+    assert kind == "BudgetExceeded" and f"can spend up to {edit} credits" in message
+    assert "would cost 0" not in message and len(nb.sandbox.world.topic.jobs) == 1  # no re-edit job
+    nb.ok("%mediagen budget off")
