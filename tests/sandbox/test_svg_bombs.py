@@ -27,7 +27,7 @@ from mediagen_nb.sandbox.media import vector
 
 pytestmark = pytest.mark.anyio
 NS = 'xmlns="http://www.w3.org/2000/svg"'
-QUICK_DRAW_SECONDS = 1.0  # a filter or text bomb takes more than 20 s: any limit stops it
+QUICK_DRAW_SECONDS = 0.5  # a filter or text bomb takes more than 20 s: any limit stops it
 
 
 def _svg(body: str, width: int = 100, height: int = 100) -> bytes:
