@@ -20,6 +20,7 @@ from typing import Any
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
@@ -27,6 +28,7 @@ from mediagen_nb import __version__
 from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.agent import access, tools
+from mediagen_nb.sandbox.guard import Hosts
 from mediagen_nb.sandbox.responses import ServiceError, error_response
 
 CALLER = "mediagen.caller"  # the ASGI scope key the endpoint leaves the authenticated caller under
@@ -78,15 +80,24 @@ def _server() -> "Server[Any, Request]":
 class AgentEndpoint:
     """The ASGI app at ``/mcp``: credential and request limit, then the SDK's streamable HTTP transport."""
 
-    def __init__(self) -> None:
+    def __init__(self, hosts: Hosts) -> None:
         self.server = _server()
+        self.hosts = hosts
         self.manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """Serve while the sandbox's lifespan runs (the SDK's task group). A session manager runs once,
-        so each start of the sandbox (a restart after stop) gets its own."""
-        manager = StreamableHTTPSessionManager(app=self.server, stateless=True, json_response=True)
+        so each start of the sandbox (a restart after stop) gets its own. The SDK's own DNS rebinding
+        protection checks Host and Origin against the names the sandbox answers to (``guard.py``, which
+        checks Host first)."""
+        protect, hosts, origins = self.hosts.mcp_settings()
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=protect, allowed_hosts=hosts, allowed_origins=origins
+        )
+        manager = StreamableHTTPSessionManager(
+            app=self.server, stateless=True, json_response=True, security_settings=security
+        )
         async with manager.run():
             self.manager = manager
             try:
