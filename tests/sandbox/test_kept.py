@@ -35,6 +35,11 @@ def home(tmp_path: Path) -> Iterator[Path]:
     kept.stop(folder)
 
 
+def owner(running: kept.Running) -> dict[str, str]:
+    """What the owner's requests carry: its demo key (the public one does not work there) and its token."""
+    return {"Authorization": f"Bearer {running.demo_key}", **running.headers}
+
+
 def data(method: str, url: str, **options: Any) -> Any:
     response = httpx.request(method, url, timeout=30, trust_env=False, **options)
     assert response.is_success, response.text
@@ -76,7 +81,7 @@ def test_a_killed_sandbox_is_started_again_from_its_state_on_its_port(home: Path
     first = kept.ensure(SCALE, home)
     assert first.started
     run = first.base_url + path("run")
-    made = data("POST", run, json=IMAGE, headers={**HEADERS, "Idempotency-Key": "one"})
+    made = data("POST", run, json=IMAGE, headers={**owner(first), "Idempotency-Key": "one"})
     os.kill(first.pid, signal.SIGKILL)
     assert gone(first.pid) and kept.find(home) is None
 
@@ -84,18 +89,25 @@ def test_a_killed_sandbox_is_started_again_from_its_state_on_its_port(home: Path
     assert second.started and second.pid != first.pid
     assert second.base_url == first.base_url, "the same port, so URLs in old outputs keep working"
     assert second.instance == first.instance, "the same state: clients trust what it started"
-    read = data("GET", second.base_url + path("generation", id=made["id"]) + "?wait=55", headers=HEADERS)
+    assert second.demo_key == first.demo_key and second.token != first.token, "a token per process"
+    read = data(
+        "GET", second.base_url + path("generation", id=made["id"]) + "?wait=55", headers=owner(second)
+    )
     assert read["status"] == "succeeded"
-    again = httpx.post(run, json=IMAGE, headers={**HEADERS, "Idempotency-Key": "one"}, trust_env=False)
+    again = httpx.post(run, json=IMAGE, headers={**owner(second), "Idempotency-Key": "one"}, trust_env=False)
     assert again.status_code == 200 and again.json()["data"]["id"] == made["id"]
-    charges = [e for e in data("GET", second.base_url + path("sandbox_ledger"))["entries"]]
+    stale = httpx.post(run, json=IMAGE, headers={**owner(first), "Idempotency-Key": "two"}, trust_env=False)
+    assert stale.status_code == 403, "the token of the killed process is worth nothing now"
+    charges = [
+        e for e in data("GET", second.base_url + path("sandbox_ledger"), headers=owner(second))["entries"]
+    ]
     assert [(e["kind"], e["resourceId"]) for e in charges] == [("charge", made["id"])], "charged once"
 
 
 def test_status_stop_and_reset_manage_it(home: Path) -> None:
     assert "not running" in sandbox_cli(home, "status").stdout
     running = kept.ensure(SCALE, home)
-    data("POST", running.base_url + path("run"), json=IMAGE, headers=HEADERS)
+    data("POST", running.base_url + path("run"), json=IMAGE, headers=owner(running))
 
     shown = json.loads(sandbox_cli(home, "status", "--json").stdout)
     assert shown["running"] and shown["pid"] == running.pid and shown["baseUrl"] == running.base_url
@@ -114,13 +126,13 @@ def test_status_stop_and_reset_manage_it(home: Path) -> None:
     assert kept.find(home) is None and (home / "state.sqlite").is_file(), "stopped, its state kept"
     assert "not running" in sandbox_cli(home, "stop").stdout
 
-    kept.ensure(SCALE, home)
-    data("POST", running.base_url + path("run"), json=IMAGE, headers=HEADERS)
+    again = kept.ensure(SCALE, home)
+    data("POST", again.base_url + path("run"), json=IMAGE, headers=owner(again))
     kept.stop(home)
     sandbox_cli(home, "reset")  # not running: its saved state is deleted
     fresh = kept.ensure(SCALE, home)
     assert fresh.instance != after["instance"]
-    assert data("GET", fresh.base_url + path("sandbox_account"))["balance"] == 3000
+    assert data("GET", fresh.base_url + path("sandbox_account"), headers=owner(fresh))["balance"] == 3000
 
 
 @pytest.mark.usefixtures("ctrl_c")  # the served sandbox gets a real SIGINT
