@@ -251,6 +251,14 @@ def embedded_sandbox() -> Embedded:
         return PROCESS.embedded
 
 
+def _embedded_at(base_url: str) -> Embedded | None:
+    """The embedded sandbox this process uses, if ``base_url`` is its address."""
+    running = PROCESS.embedded
+    if running is None or normalize_url(base_url) != normalize_url(running.base_url):
+        return None
+    return running
+
+
 def resolve(
     api_key: str | Sequence[str] | None,
     base_url: str | None,
@@ -263,7 +271,9 @@ def resolve(
     """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox.
 
     ``sandbox=True`` uses the embedded sandbox whatever the environment says. ``wire`` is a names file
-    (else ``MEDIAGEN_WIRE``; the embedded sandbox speaks ours).
+    (else ``MEDIAGEN_WIRE``; the embedded sandbox speaks ours). A key given for the address of the
+    embedded sandbox this process uses (one of its own keys, ``POST /_sandbox/keys``) is used there, with
+    the owner's token it answers to.
     """
     if not sandbox:
         api_key = api_key if api_key is not None else settings.api_key()
@@ -274,6 +284,9 @@ def resolve(
     if sandbox:
         embedded = embedded_sandbox()
         raw_keys, base_url = embedded.demo_key, embedded.base_url
+        limits = limits or Limits(time_scale=embedded.time_scale)
+    elif base_url is not None and (embedded := _embedded_at(base_url)) is not None:
+        sandbox = True
         limits = limits or Limits(time_scale=embedded.time_scale)
     if raw_keys is None:
         raise ConfigurationError(

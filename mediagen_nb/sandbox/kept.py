@@ -291,7 +291,8 @@ def _spawn(where: Path, time_scale: float, *, new_port: bool = False) -> Running
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise KeptSandboxError(f"the kept sandbox did not start: {_last_line(log)} (see {log})")
-        found = find(where)
+        record = _record(where)  # asked only once it has written where it listens (not the old port)
+        found = find(where) if record is not None and record.get("pid") == process.pid else None
         if found is not None and found.pid == process.pid:
             return replace(found, started=True)
         time.sleep(0.05)
