@@ -10,6 +10,7 @@ a real key is shown masked; only ``--write`` puts it in a file, and says where.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -95,7 +96,8 @@ def _entry() -> tuple[dict[str, Any], str, bool]:
 def mcp_config(args: argparse.Namespace) -> int:
     from mediagen_nb.client.errors import MASKED, ConfigurationError
 
-    entry, url, secret = _entry()
+    with contextlib.redirect_stdout(sys.stderr):  # the embedded sandbox's notice is not part of the entry
+        entry, url, secret = _entry()
     if not args.write:
         shown = entry
         if secret:

@@ -22,6 +22,7 @@ import pytest
 from _shared import environment, run_mediagen
 from _wait import wait_until
 
+from mediagen_nb.protocol import ownership
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import DEMO_KEY, Sandbox, SandboxConfig, kept
 from mediagen_nb.sandbox.media.store import MediaStore, _sample
@@ -326,3 +327,24 @@ def test_a_squatter_on_the_recorded_port_gets_no_upload_and_no_start(ended: str,
         "entries"
     ]
     assert [(e["kind"], e["resource"]) for e in ledger] == [("charge", "generation")], "the start went to it"
+
+
+def test_mcp_config_shows_the_kept_sandbox_s_key_in_full_and_its_entry_opens_only_mcp(tmp_path: Path) -> None:
+    """The kept sandbox, proven the user's own, is the one address whose key ``mcp-config`` prints in
+    full (any other, even plain http on loopback, may be a tunnel to the service: test_balance.py). Its
+    entry carries the owner's agent token, which opens ``/mcp`` and nothing else."""
+    done = run_mediagen("mcp-config", env=environment(MEDIAGEN_TIME_SCALE="600"), cwd=tmp_path, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout)["mcp_servers"]
+    running = kept.find()
+    assert running is not None and entry["url"] == running.base_url + path("mcp")
+    headers = {header["name"]: header["value"] for header in entry["headers"]}
+    assert headers == {"Authorization": f"Bearer {running.demo_key}", ownership.HEADER: running.agent_token}
+    listed = httpx.post(
+        entry["url"],
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={**headers, "Accept": "application/json, text/event-stream"},
+    )
+    assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 9
+    for where in (path("sandbox_ledger"), path("sandbox_info"), path("models")):
+        assert httpx.get(running.base_url + where, headers=headers).status_code == 403, where
