@@ -182,6 +182,7 @@ def ensure(time_scale: float, where: Path | None = None) -> Running:
             older = _older_holder(where)
             if older is not None:  # an earlier version of ours, which cannot prove itself: ours goes on
                 _end(older, where)
+                other = None  # it was the user's own: the port is theirs again
             elif other is None:
                 found = _slow(where)
         if found is not None and not _older(found.version, __version__):

@@ -179,3 +179,58 @@ def test_a_folder_held_by_another_sandbox_is_never_served_twice(
     with served, pytest.raises(kept.KeptSandboxError, match="another sandbox is using"):
         kept.ensure(SCALE, home)
     assert kept.ensure(SCALE, home).started, "free again: the kept sandbox starts on its state"
+
+
+EARLIER_VERSION = """
+import json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from filelock import FileLock
+
+folder = Path(sys.argv[1])
+held = FileLock(folder / "state.lock", thread_local=False)
+held.acquire()  # it serves the folder's state
+
+
+class Earlier(BaseHTTPRequestHandler):
+    def do_GET(self):  # an earlier version has no /_sandbox/hello, and could not prove itself
+        body = json.dumps({"statusCode": 404, "message": "Cannot find " + self.path, "error": "Not Found"})
+        self.send_response(404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+server = HTTPServer(("127.0.0.1", 0), Earlier)
+port = server.server_address[1]
+record = {"pid": os.getpid(), "baseUrl": f"http://127.0.0.1:{port}", "port": port, "version": "0.0.1"}
+(folder / "server.json").write_text(json.dumps(record))
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+print(port, flush=True)
+server.serve_forever()
+"""
+
+
+def test_a_kept_sandbox_of_an_earlier_version_is_ended_and_ours_takes_its_port(home: Path) -> None:
+    """An earlier version's kept sandbox (no secret, no /_sandbox/hello) holding the folder's state, the
+    user's own process: after an upgrade it is stopped and the new one goes on from its state, on its port
+    (never "something else is listening")."""
+    home.mkdir(parents=True)
+    earlier = subprocess.Popen(
+        [sys.executable, "-c", EARLIER_VERSION, str(home), "mediagen_nb.sandbox.kept"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert earlier.stdout is not None
+        port = int(earlier.stdout.readline())
+        running = kept.ensure(SCALE, home)
+        assert earlier.wait(timeout=30) == 0, "it was asked to end"
+        assert running.started and running.base_url == f"http://127.0.0.1:{port}"
+    finally:
+        if earlier.poll() is None:
+            earlier.kill()
+            earlier.wait()
