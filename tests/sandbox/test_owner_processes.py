@@ -344,6 +344,7 @@ def test_mcp_config_shows_the_kept_sandbox_s_key_in_full_and_its_entry_opens_onl
         entry["url"],
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         headers={**headers, "Accept": "application/json, text/event-stream"},
+        timeout=60,  # its first /mcp loads the MCP SDK
     )
     assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 9
     for where in (path("sandbox_ledger"), path("sandbox_info"), path("models")):
