@@ -10,6 +10,7 @@ a real key is shown masked; only ``--write`` puts it in a file, and says where.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -70,23 +71,33 @@ def balance(args: argparse.Namespace) -> int:
 
 
 def _entry() -> tuple[dict[str, Any], str, bool]:
-    """The entry for the current service's agent server, its address, and whether it holds a secret."""
+    """The entry for the current service's agent server, its address, and whether it holds a secret.
+
+    Only the user's own sandbox, proven so just now (``kept.prove``: it holds the user's secret), has
+    keys that spend nothing real; any other address, even plain http on this machine (a tunnel or a
+    proxy to the service), may take a real key, which is then shown masked.
+    """
     from mediagen_nb.client import current
     from mediagen_nb.client.agent import jupyter_ai_entry, mcp_url, signed_in
-    from mediagen_nb.client.config import on_this_machine
 
     settings = current().settings
     url = mcp_url(settings)
     token = signed_in(url)
     credential = token if token is not None else settings.keys[0]
-    secret = not (settings.sandbox or on_this_machine(url))  # a sandbox's keys spend nothing real
-    return jupyter_ai_entry(url, credential.reveal(), ENTRY_NAME), url, secret
+    embedded = settings.embedded
+    own = embedded is not None and url == embedded.base_url + "/mcp"
+    if embedded is not None and own:
+        settings.check(now=True)  # proven now, at the address it answers (else it is started anew)
+        own = url == embedded.base_url + "/mcp"
+    owner = embedded.agent_token.reveal() if embedded is not None and own else None
+    return jupyter_ai_entry(url, credential.reveal(), ENTRY_NAME, owner), url, not own
 
 
 def mcp_config(args: argparse.Namespace) -> int:
     from mediagen_nb.client.errors import MASKED, ConfigurationError
 
-    entry, url, secret = _entry()
+    with contextlib.redirect_stdout(sys.stderr):  # the embedded sandbox's notice is not part of the entry
+        entry, url, secret = _entry()
     if not args.write:
         shown = entry
         if secret:

@@ -52,18 +52,26 @@ def pkce() -> tuple[str, str]:
     return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def consent(base_url: str, params: dict[str, str]) -> httpx.Response:
+    """The sign-in page for ``params``, and the user's click on its Allow button (its form posted back)."""
+    page = httpx.get(base_url + path("oauth_authorize"), params=params)
+    assert page.status_code == 200, page.text
+    found = re.search(r'name=consent value="([^"]+)"', page.text)
+    assert found is not None, page.text
+    return httpx.post(base_url + path("oauth_authorize"), data={"consent": found.group(1)})
+
+
 def sign_in(base_url: str, client_id: str = "tests") -> str:
-    """An access token through the sandbox's sign-in: the pasted-back code, then the token endpoint."""
+    """An access token through the sandbox's sign-in: allowed on its page, the pasted-back code, then
+    the token endpoint."""
     verifier, challenge = pkce()
-    page = httpx.get(
-        base_url + path("oauth_authorize"),
-        params={
-            "response_type": "code",
-            "client_id": client_id,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-        },
-    )
+    params = {
+        "response_type": "code",
+        "client_id": client_id,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    page = consent(base_url, params)
     assert page.status_code == 200, page.text
     code = re.search(r"<pre id=code>([^<]+)</pre>", page.text)
     assert code is not None, page.text

@@ -43,7 +43,7 @@ def charges() -> list[dict[str, Any]]:
     running = kept.find()
     assert running is not None, "the kept sandbox is running"
     url = running.base_url + path("sandbox_ledger")
-    entries = httpx.get(url, timeout=10, trust_env=False).json()["data"]["entries"]
+    entries = httpx.get(url, headers=running.headers, timeout=10, trust_env=False).json()["data"]["entries"]
     return [e for e in entries if e["kind"] == "charge"]
 
 

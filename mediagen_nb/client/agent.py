@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from mediagen_nb.client import errors, settings
-from mediagen_nb.client.config import BearerAuth, Secret, Settings, on_this_machine
+from mediagen_nb.client.config import OWNER_HEADER, BearerAuth, Secret, Settings, on_this_machine
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.steps import Op, Pause, Record
@@ -130,19 +130,27 @@ def check_usage(core: Core) -> Usage:
     url = mcp_url(core.settings)
     _sdk()  # before any request is booked
     token = signed_in(url)
+    owner = core.settings.owner_token if url.startswith(core.settings.base_url + "/") else None
     if token is not None:
-        return _in_own_thread(lambda: ask_usage(url, token))
+        return _in_own_thread(lambda: ask_usage(url, token, owner=owner))
 
     def keyed() -> Usage:
         key = _drive(core.requests("mcp", REQUESTS_PER_CALL), core.clock)
-        return asyncio.run(ask_usage(url, key, with_key=True))
+        return asyncio.run(ask_usage(url, key, with_key=True, owner=owner))
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediagen-agent") as pool:
         return pool.submit(keyed).result()
 
 
-async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> Usage:
-    """``check_usage`` on a fresh MCP session; every failure is one of our errors, naming the server."""
+async def ask_usage(
+    url: str,
+    credential: Secret,
+    *,
+    with_key: bool = False,
+    owner: Callable[[], Secret | None] | None = None,
+) -> Usage:
+    """``check_usage`` on a fresh MCP session; every failure is one of our errors, naming the server.
+    ``owner`` gives the owner's token of a sandbox that answers its owner alone."""
     tool = "check_usage"
     client_session, streamable_http = _sdk()
     unreadable: list[Exception] = []
@@ -154,7 +162,7 @@ async def ask_usage(url: str, credential: Secret, *, with_key: bool = False) -> 
             unreadable.append(message)
             raise message
 
-    auth = BearerAuth(credential)
+    auth = BearerAuth(credential, owner)
     try:
         async with (
             httpx.AsyncClient(
@@ -215,12 +223,13 @@ def _failure(exc: BaseException, url: str, with_key: bool) -> BaseException:
     return errors.ServiceResponseError(f"the agent server at {url} answered what MCP does not allow ({said})")
 
 
-def jupyter_ai_entry(url: str, credential: str, name: str = "mediagen") -> dict[str, Any]:
+def jupyter_ai_entry(
+    url: str, credential: str, name: str = "mediagen", owner: str | None = None
+) -> dict[str, Any]:
     """Jupyter AI's ``.jupyter/mcp_settings.json`` entry for the agent server (an HTTP server with a bearer
-    header: its settings have no reference to an environment variable, so the value is the credential)."""
-    return {
-        "type": "http",
-        "name": name,
-        "url": url,
-        "headers": [{"name": "Authorization", "value": f"Bearer {credential}"}],
-    }
+    header: its settings have no reference to an environment variable, so the value is the credential);
+    ``owner``: the owner's agent token of a sandbox that answers its owner alone."""
+    headers = [{"name": "Authorization", "value": f"Bearer {credential}"}]
+    if owner is not None:
+        headers.append({"name": OWNER_HEADER, "value": owner})
+    return {"type": "http", "name": name, "url": url, "headers": headers}

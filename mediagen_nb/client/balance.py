@@ -149,7 +149,7 @@ def balance(client: BaseClient | None = None, *, ledger: "ledgers.Ledger | str |
     rows = ledgers.as_ledger(ledger).usage(since.timestamp(), where.service, instance)
     charged = [r for r in rows if not r["possibly"]]
     sandbox = chosen._engine.core.sandbox_url()
-    account_month = _sandbox_month(sandbox) if sandbox is not None else None
+    account_month = _sandbox_month(sandbox, chosen.settings.auth(None)) if sandbox is not None else None
     return Balance(
         usage=usage,
         service=chosen.settings.service_name,
@@ -163,11 +163,15 @@ def balance(client: BaseClient | None = None, *, ledger: "ledgers.Ledger | str |
     )
 
 
-def _sandbox_month(base_url: str) -> str | None:
+def _sandbox_month(base_url: str, auth: httpx.Auth | None) -> str | None:
     """The calendar month of a sandbox's simulated clock (its ``/_sandbox/info``); None if it says none."""
     try:
         now = httpx.get(
-            base_url + path("sandbox_info"), timeout=10, follow_redirects=False, verify=tls.context()
+            base_url + path("sandbox_info"),
+            timeout=10,
+            follow_redirects=False,
+            verify=tls.context(),
+            auth=auth,
         ).json()
         month = now["data"]["now"][:7]
     except (httpx.HTTPError, ValueError, KeyError, TypeError):

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from mediagen_nb.client import errors, media, uploads
 from mediagen_nb.client.checks import sendable
-from mediagen_nb.client.config import LOOPBACK_NAMES, BearerAuth
+from mediagen_nb.client.config import LOOPBACK_NAMES
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.media import extension as media_ext
 from mediagen_nb.client.resources import Model
@@ -136,8 +136,10 @@ class Catalog:
             return values
         out = dict(values)
         keys = self.core.settings.keys
-        auth = BearerAuth(keys[0]) if keys else None  # for a sandbox's uploads
-        for name, index, file, kind in local_items(model, values):
+        auth = self.core.settings.auth(keys[0] if keys else None)  # for a sandbox's uploads
+        for position, (name, index, file, kind) in enumerate(local_items(model, values)):
+            if position == 0:  # the embedded sandbox proves it is the user's before a file is sent
+                yield Record(partial(self.core.settings.check, now=True))
             url = yield Record(partial(uploads.upload, name, file, self.core.sandbox_url(), kind, auth))
             _put(out, name, index, url)
         return out

@@ -11,6 +11,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, get_args, overload
 
@@ -18,7 +19,8 @@ import httpx
 
 from mediagen_nb.client import transport
 from mediagen_nb.client.catalog import Catalog
-from mediagen_nb.client.config import Settings, resolve
+from mediagen_nb.client.config import OWNER_HEADER, Secret, Settings, resolve
+from mediagen_nb.client.controls import Controls
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.engine import Engine, Webhooks
 from mediagen_nb.client.errors import MediagenError
@@ -35,6 +37,7 @@ from mediagen_nb.protocol.clock import REAL, Clock
 
 # Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
 POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+IN_PROCESS_URL = "http://sandbox.local"  # what a client of an in-process sandbox calls it
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -171,15 +174,22 @@ class BaseClient:
     reedit = operation(Videos.reedit)
     wait_job = operation(Videos.wait_job)
     confirm_webhook = operation(Webhooks.confirm_webhook)
+    sandbox_control = operation(Controls.sandbox_control)
 
 
-def _sandbox_options(sandbox: Any, options: dict[str, Any]) -> None:
+def _sandbox_options(sandbox: Any, options: dict[str, Any], base_url: str) -> None:
     """A client of ``sandbox`` paces itself to its clock: its time scale, or on a manual clock a stepping
-    clock (each wait advances the sandbox) and a time scale of 1."""
+    clock (each wait advances the sandbox) and a time scale of 1. To a sandbox that answers its owner
+    alone, its requests carry the owner's token (a test holds the sandbox itself)."""
     manual = sandbox.config.clock == "manual"
     options.setdefault("limits", Limits(time_scale=1.0 if manual else sandbox.config.time_scale))
     if manual:
         options.setdefault("clock", sandbox.stepping_clock())
+    token = sandbox.owner_headers.get(OWNER_HEADER)
+    if token is not None and "settings" not in options:
+        account, limits, wire = (options.pop(name, None) for name in ("account", "limits", "wire"))
+        settings = resolve(sandbox.demo_key, base_url, account=account, limits=limits, wire=wire)
+        options["settings"] = replace(settings, owner=Secret(token))
 
 
 class Client(BaseClient):
@@ -204,7 +214,7 @@ class Client(BaseClient):
         """A client for a :class:`~mediagen_nb.sandbox.Sandbox` (served on loopback; started if needed)."""
         if sandbox.base_url is None:
             sandbox.start()
-        _sandbox_options(sandbox, options)
+        _sandbox_options(sandbox, options, sandbox.base_url)
         return cls(sandbox.demo_key, base_url=sandbox.base_url, **options)
 
     def _drive(self, op: Op[T]) -> T:
@@ -270,12 +280,10 @@ class AsyncClient(BaseClient):
     @classmethod
     def for_sandbox(cls, sandbox: Any, **options: Any) -> "AsyncClient":
         """A client for a Sandbox: over HTTP when it is served, else in-process (ASGI transport)."""
-        _sandbox_options(sandbox, options)
+        _sandbox_options(sandbox, options, sandbox.base_url or IN_PROCESS_URL)
         if sandbox.base_url is not None:
             return cls(sandbox.demo_key, base_url=sandbox.base_url, **options)
-        return cls(
-            sandbox.demo_key, base_url="http://sandbox.local", transport=sandbox.transport(), **options
-        )
+        return cls(sandbox.demo_key, base_url=IN_PROCESS_URL, transport=sandbox.transport(), **options)
 
     async def _drive(self, op: Op[T]) -> T:
         reply: Any = None

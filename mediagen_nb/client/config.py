@@ -21,6 +21,7 @@ from mediagen_nb.client import settings
 from mediagen_nb.client.context import PROCESS, notice
 from mediagen_nb.client.errors import ConfigurationError, ConnectionFailed
 from mediagen_nb.client.pacing import Limits
+from mediagen_nb.protocol.ownership import HEADER as OWNER_HEADER
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
 if TYPE_CHECKING:
@@ -66,17 +67,23 @@ class Secret:
 
 
 class BearerAuth(httpx.Auth):
-    """``Authorization: Bearer <key>`` on each request, the key revealed only inside :meth:`auth_flow`.
+    """``Authorization: Bearer <key>`` on each request, the key revealed only inside :meth:`auth_flow`;
+    to a sandbox that answers its owner alone, also its owner's token (``owner``: the one it holds now).
 
     No dict of headers or ``Bearer ...`` string of ours ever holds the key, so a traceback's locals
     (``%xmode Verbose``) and a saved notebook cannot show it.
     """
 
-    def __init__(self, key: Secret) -> None:
+    def __init__(self, key: Secret | None, owner: "Callable[[], Secret | None] | None" = None) -> None:
         self.key = key
+        self.owner = owner
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = "Bearer " + self.key.reveal()
+        if self.key is not None:
+            request.headers["Authorization"] = "Bearer " + self.key.reveal()
+        token = self.owner() if self.owner is not None else None
+        if token is not None:
+            request.headers[OWNER_HEADER] = token.reveal()
         yield request
 
     def __repr__(self) -> str:
@@ -118,10 +125,12 @@ class Where:
 
 
 class Embedded:
-    """The user's kept sandbox as this process uses it: its address, demo key, clock and identity.
+    """The user's kept sandbox as this process uses it: its address, demo key, clock and identity, and
+    the owner's token its requests carry (it answers its owner alone).
 
     Its identity is the instance id of its state (kept across restarts, new after a reset), not its
-    address, so the ledger trusts what it started and nothing a reset or a lost state forgot.
+    address, so the ledger trusts what it started and nothing a reset or a lost state forgot. Every
+    check proves it again (``kept.prove``): a server that cannot is never sent anything.
     """
 
     def __init__(self, running: "Running") -> None:
@@ -130,6 +139,8 @@ class Embedded:
         self.time_scale = running.time_scale
         self.instance = running.instance
         self.data_dir = running.data_dir
+        self.token = Secret(running.token)  # of the sandbox process last proven (new at each restart)
+        self.agent_token = Secret(running.agent_token)
         self._checked = time.monotonic()
         self._lock = threading.Lock()
 
@@ -147,6 +158,7 @@ class Embedded:
             running = kept.find(self.data_dir) or _start(lambda: kept.ensure(self.time_scale, self.data_dir))
             self._checked = time.monotonic()
             self.instance = running.instance
+            self.token = Secret(running.token)
             if running.base_url != self.base_url:
                 self.base_url = running.base_url
                 raise ConnectionFailed(
@@ -179,6 +191,17 @@ class Settings:
     sandbox: bool  # the embedded sandbox (the user's kept one)
     embedded: Embedded | None = None  # that sandbox, when ``sandbox``
     spelling: "Spelling" = field(default_factory=lambda: _spelling(None))  # names the spec does not show
+    owner: Secret | None = None  # the owner's token of a served sandbox that answers its owner alone
+
+    def owner_token(self) -> Secret | None:
+        """The owner's token every request carries to a sandbox that answers its owner alone (the
+        embedded one's, of its process proven last), else None."""
+        return self.embedded.token if self.embedded is not None else self.owner
+
+    def auth(self, key: Secret | None) -> "BearerAuth | None":
+        """How a request carries ``key`` (None: none) and, to such a sandbox, the owner's token."""
+        owner = self.owner_token if self.embedded is not None or self.owner is not None else None
+        return BearerAuth(key, owner) if key is not None or owner is not None else None
 
     @property
     def where(self) -> Where:
@@ -228,6 +251,14 @@ def embedded_sandbox() -> Embedded:
         return PROCESS.embedded
 
 
+def _embedded_at(base_url: str) -> Embedded | None:
+    """The embedded sandbox this process uses, if ``base_url`` is its address."""
+    running = PROCESS.embedded
+    if running is None or normalize_url(base_url) != normalize_url(running.base_url):
+        return None
+    return running
+
+
 def resolve(
     api_key: str | Sequence[str] | None,
     base_url: str | None,
@@ -240,7 +271,9 @@ def resolve(
     """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox.
 
     ``sandbox=True`` uses the embedded sandbox whatever the environment says. ``wire`` is a names file
-    (else ``MEDIAGEN_WIRE``; the embedded sandbox speaks ours).
+    (else ``MEDIAGEN_WIRE``; the embedded sandbox speaks ours). A key given for the address of the
+    embedded sandbox this process uses (one of its own keys, ``POST /_sandbox/keys``) is used there, with
+    the owner's token it answers to.
     """
     if not sandbox:
         api_key = api_key if api_key is not None else settings.api_key()
@@ -251,6 +284,9 @@ def resolve(
     if sandbox:
         embedded = embedded_sandbox()
         raw_keys, base_url = embedded.demo_key, embedded.base_url
+        limits = limits or Limits(time_scale=embedded.time_scale)
+    elif base_url is not None and (embedded := _embedded_at(base_url)) is not None:
+        sandbox = True
         limits = limits or Limits(time_scale=embedded.time_scale)
     if raw_keys is None:
         raise ConfigurationError(

@@ -125,10 +125,10 @@ class Core:
             timeout=timeout,
         )
 
-    @staticmethod
-    def auth(call: Call) -> BearerAuth | None:
-        """How ``call`` carries its key: an httpx Auth flow (None: a catalog read, sent without one)."""
-        return BearerAuth(call.key) if call.key is not None else None
+    def auth(self, call: Call) -> BearerAuth | None:
+        """How ``call`` carries its key: an httpx Auth flow (None: a catalog read, sent without one); to a
+        sandbox that answers its owner alone, with the owner's token, catalog reads too."""
+        return self.settings.auth(call.key)
 
     def deadline(self, call: Call) -> float:
         """Real seconds the whole exchange of ``call`` may take: the service's hold plus a margin."""

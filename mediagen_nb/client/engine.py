@@ -16,6 +16,7 @@ from typing import Any
 from mediagen_nb.client import errors
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.config import Settings
+from mediagen_nb.client.controls import Controls
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.generations import Generations
 from mediagen_nb.client.replication import Replication
@@ -63,10 +64,9 @@ class Engine:
         self.replication = Replication(self.core, self.catalog, starts)
         self.videos = Videos(self.core, self.catalog, starts)
         self.webhooks = Webhooks(self.generations, self.replication, self.videos)
-        self._parts: dict[type, Any] = {
-            type(part): part
-            for part in (self.catalog, self.generations, self.replication, self.videos, self.webhooks)
-        }
+        self.controls = Controls(self.core)
+        parts = (self.catalog, self.generations, self.replication, self.videos, self.webhooks, self.controls)
+        self._parts: dict[type, Any] = {type(part): part for part in parts}
 
     @property
     def settings(self) -> Settings:

@@ -7,7 +7,9 @@ back through a presigned, time-limited https URL; or any callable ``path -> url`
 (the embedded one, or one served on this machine) files go to its ``/_sandbox/uploads/`` with no
 configuration. Names are the content's SHA-256 with the extension of its media format (``.wav``,
 ``.mp4``: the service bills some media by length and reads the type from it), so the same file is
-uploaded once and the same input keeps the same Idempotency-Key.
+uploaded once and the same input keeps the same Idempotency-Key; a sandbox is asked by that digest
+whether it has the file (it names its uploads its own way: on the user's kept sandbox, so that no one
+else can tell their URLs).
 
 Only media go up: a file whose bytes are not an image, audio or video of the kind its field takes is
 refused naming the field (:mod:`mediagen_nb.client.media`). Storage credentials are held in a
@@ -276,14 +278,40 @@ def _chunks(path: Path) -> Iterator[bytes]:
         bar.close()
 
 
+def _stored(base_url: str, sha256: str, auth: httpx.Auth | None) -> str | None:
+    """The URL of the sandbox's upload of the content ``sha256``, if it has one (asked by the content's
+    digest: a sandbox with an owner names its uploads so that no one else can tell their URLs)."""
+    from mediagen_nb.protocol.paths import path as endpoint
+
+    listed = httpx.get(
+        base_url.rstrip("/") + endpoint("sandbox_uploads"), params={"sha256": sha256}, timeout=30, auth=auth
+    )
+    try:
+        found = listed.json()["data"]["uploads"] if listed.status_code == 200 else []
+    except (ValueError, KeyError, TypeError):
+        return None
+    for upload in found if isinstance(found, list) else []:
+        url = upload.get("url") if isinstance(upload, dict) else None
+        if upload.get("sha256") == sha256 and isinstance(url, str) and _own_upload(url):
+            return url
+    return None  # none, or a sandbox of a version that lists every upload: the PUT tells
+
+
+def _own_upload(url: str) -> bool:
+    """Whether ``url`` is an upload on a sandbox of this machine."""
+    from mediagen_nb.protocol.paths import path as endpoint
+
+    return on_this_machine(url) and urlsplit(url).path.startswith(endpoint("sandbox_uploads") + "/")
+
+
 def _to_sandbox(base_url: str, name: str, path: Path, auth: httpx.Auth | None) -> str:
     from mediagen_nb.protocol.paths import path as endpoint
 
     target = base_url.rstrip("/") + endpoint("sandbox_upload", name=name)
     try:
-        head = httpx.head(target, timeout=30)  # reading an upload needs no key
-        if head.status_code == 200:
-            return target
+        known = _stored(base_url, digest(path), auth)
+        if known is not None:
+            return known
         response = httpx.put(target, content=_chunks(path), timeout=httpx.Timeout(30, write=600), auth=auth)
     except httpx.HTTPError as exc:
         raise errors.UploadFailed(
@@ -299,10 +327,7 @@ def _to_sandbox(base_url: str, name: str, path: Path, auth: httpx.Auth | None) -
         url = response.json()["data"]["url"]
     except (ValueError, KeyError, TypeError):
         url = None
-    stored = urlsplit(url).path if isinstance(url, str) else ""
-    if not (
-        isinstance(url, str) and on_this_machine(url) and stored.startswith(endpoint("sandbox_uploads") + "/")
-    ):
+    if not (isinstance(url, str) and _own_upload(url)):
         raise errors.ServiceResponseError(
             f"the sandbox's answer to the upload of {path.name} holds no upload URL of its own (data.url)",
             field="data.url",

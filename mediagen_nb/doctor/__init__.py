@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
     except ConfigurationError as exc:
         print(f"mediagen doctor: {exc}", file=sys.stderr)
         return REFUSED
-    probe = Probe(settings.base_url, settings.keys[0], record=args.record)
+    probe = Probe(settings.base_url, settings.keys[0], record=args.record, owner=settings.owner_token)
     try:
         results, found = examine(probe, settings, args.paid, args.max_credits)
     except PaidRefused as exc:

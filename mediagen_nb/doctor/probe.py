@@ -7,7 +7,7 @@ parsers: what the doctor reports is what the client would make of the service.
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,9 +79,11 @@ class Probe:
         *,
         record: Path | None = None,
         transport: httpx.BaseTransport | None = None,
+        owner: Callable[[], Secret | None] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.key = key
+        self.owner = owner  # the owner's token, for a sandbox that answers its owner alone
         self.record = record
         self.exchanges: list[Exchange] = []
         self._http = httpx.Client(timeout=TIMEOUT, transport=transport, verify=tls.context())
@@ -105,7 +107,7 @@ class Probe:
         """One request (``key``: True the configured key, a Secret another, False none)."""
         target = path(endpoint, **(params or {}))
         secret = self.key if key is True else key if isinstance(key, Secret) else None
-        auth = BearerAuth(secret) if secret is not None else None
+        auth = BearerAuth(secret, self.owner) if secret is not None or self.owner is not None else None
         sent = {
             "method": method,
             "path": target,

@@ -41,6 +41,7 @@ PATHS: dict[str, str] = {
     "oauth_token": "/oauth/token",
     # Sandbox only: never under the service's roots.
     "sandbox_info": f"{SANDBOX_ROOT}/info",
+    "sandbox_hello": f"{SANDBOX_ROOT}/hello",  # a kept sandbox proves it is its owner's (ownership.py)
     "sandbox_keys": f"{SANDBOX_ROOT}/keys",
     "sandbox_account": f"{SANDBOX_ROOT}/account",
     "sandbox_ledger": f"{SANDBOX_ROOT}/ledger",

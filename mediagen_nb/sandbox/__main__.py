@@ -4,11 +4,12 @@ service's catalog (``sync.py``) that ``--catalog`` serves."""
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from mediagen_nb.protocol.environment import ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
+from mediagen_nb.protocol.environment import ENV_KEY, ENV_SANDBOX_HOSTS, ENV_TIME_SCALE, ENV_WIRE
 
 
 def parser() -> argparse.ArgumentParser:
@@ -20,6 +21,15 @@ def parser() -> argparse.ArgumentParser:
         epilog="; ".join(f"{name}: {text}" for name, text in KEPT_COMMANDS.items()),
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a name it answers to in Host besides 127.0.0.1, localhost and [::1] at its port: a proxy's "
+        "(NAME or NAME:PORT; * for any, only where no browser can reach its port, as in a Binder "
+        f"container); default ${ENV_SANDBOX_HOSTS}",
+    )
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument(
         "--time-scale",
@@ -163,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     from mediagen_nb.protocol.wire import WireError
     from mediagen_nb.sandbox import Sandbox
     from mediagen_nb.sandbox.catalog.snapshot import SnapshotError
+    from mediagen_nb.sandbox.guard import Hosts
     from mediagen_nb.sandbox.state import StateError
 
     sdk.own_process()
@@ -178,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             wire=args.wire,
             catalog=args.catalog,
             agent_keys=not args.agent_tokens_only,
+            hosts=tuple(args.allow_host or Hosts.parse(os.environ.get(ENV_SANDBOX_HOSTS))),
         )
     except (StateError, WireError, SnapshotError) as exc:
         print(f"mediagen sandbox: {exc}", file=sys.stderr)

@@ -17,7 +17,8 @@ from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.sandbox.responses import ServiceError, bad_request
 
 DEMO_ACCOUNT = "demo"
-DEMO_KEY = "pk_live_sandbox_demo_key"
+DEMO_KEY = "pk_live_sandbox_demo_key"  # public: a sandbox with an owner has a key of its own instead
+DEMO_KEY_ID = "key_demo"
 KEY_STATES = ("active", "expired", "revoked")
 MAX_CREDITS = 10**12  # the largest balance or monthly cap the controls accept
 GRANT = "grant"  # the ledger's kind of a month's plan credits
@@ -144,7 +145,7 @@ class Caller:
 class Accounts:
     """Every account and key of the sandbox, with the ledger; one instance per sandbox state."""
 
-    def __init__(self, clock: SimulatedClock) -> None:
+    def __init__(self, clock: SimulatedClock, demo_key: str = DEMO_KEY) -> None:
         self.clock = clock
         self.accounts: dict[str, Account] = {DEMO_ACCOUNT: Account(DEMO_ACCOUNT, granted_month=clock.month())}
         self.keys: dict[str, ApiKey] = {}
@@ -152,12 +153,21 @@ class Accounts:
         # Credits charged per (key, resource, id) by calendar month: a refund goes back to those months.
         self._charged: dict[tuple[str, str, str | None], Counter[str]] = {}
         self.unsaved = True  # an account or key changed since the state was last saved
-        self._add_key(ApiKey("key_demo", DEMO_KEY, DEMO_ACCOUNT, name="demo", created_at=clock.now()))
+        self._add_key(ApiKey(DEMO_KEY_ID, demo_key, DEMO_ACCOUNT, name="demo", created_at=clock.now()))
 
     def _add_key(self, key: ApiKey) -> ApiKey:
         self.keys[key.secret] = key
         self.unsaved = True
         return key
+
+    def use_demo_key(self, secret: str) -> None:
+        """The demo key's value is ``secret`` (a state saved with another value, the public one, is moved
+        to it; the key keeps its id, so what it started and spent stays its own)."""
+        for old, key in list(self.keys.items()):
+            if key.id == DEMO_KEY_ID and old != secret:
+                del self.keys[old]
+                key.secret = secret
+                self._add_key(key)
 
     def restore(self, accounts: list[Account], keys: list[ApiKey], ledger: list[dict[str, Any]]) -> None:
         """Take back a saved state: accounts, keys and the ledger, whose charges tell refunds their months."""

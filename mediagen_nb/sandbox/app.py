@@ -1,6 +1,6 @@
 """The sandbox's ASGI app: the route table, the service's error format for unknown paths, hardened
-answers (``hardening.py``), a fresh world, and (with a data folder) its state saved before every
-response."""
+answers (``hardening.py``), who it answers (``guard.py``), a fresh world, and (with a data folder) its
+state saved before every response."""
 
 import asyncio
 import contextlib
@@ -15,6 +15,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mediagen_nb.sandbox.agent import agent
+from mediagen_nb.sandbox.guard import Guard, Hosts
 from mediagen_nb.sandbox.hardening import Hardened
 from mediagen_nb.sandbox.responses import error_response
 from mediagen_nb.sandbox.routes import ROUTES
@@ -74,13 +75,16 @@ async def _lifespan(app: Starlette) -> AsyncIterator[None]:
 def create_app(config: SandboxConfig | None = None) -> Starlette:
     """A new sandbox app with its own state (``app.state.world``)."""
     world = World(config or SandboxConfig())
+    hosts = Hosts(world.config.hosts)
     app = Starlette(
         routes=ROUTES,
         exception_handlers={HTTPException: _http_error},
         lifespan=_lifespan,
-        # Every answer: nosniff, no script, media only through a proxy; and saved before it starts.
-        middleware=[Middleware(Hardened), Middleware(Saving, world=world)],
+        # Every answer: nosniff, no script, media only through a proxy; then only requests that name this
+        # sandbox (and, with an owner, carry its token) reach a route; what they change is saved first.
+        middleware=[Middleware(Hardened), Middleware(Guard, hosts=hosts), Middleware(Saving, world=world)],
     )
     app.state.world = world
+    app.state.hosts = hosts  # the names it answers to (Sandbox.start adds its port)
     app.state.agent = agent()  # /mcp: the agent server, answering while the lifespan runs
     return app

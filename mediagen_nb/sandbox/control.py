@@ -171,9 +171,20 @@ async def get_upload(request: Request) -> Response:
 
 async def list_uploads(request: Request) -> Response:
     """GET /_sandbox/uploads (with the account's key): every stored upload with its URL and size, and
-    the store's caps."""
+    the store's caps; ``?sha256=`` lists only the file of that content (with its ``sha256``), so a client
+    asks whether a file is there without knowing how the sandbox names it."""
     store = _world(request).uploads
-    files = [{"url": _upload_url(request, u.name), "name": u.name, "bytes": u.bytes} for u in store.stored()]
+    wanted = request.query_params.get("sha256")
+    if wanted is not None:
+        found = store.by_digest(wanted.lower())
+        uploads = [found] if found is not None else []
+    else:
+        uploads = store.stored()
+    files = [
+        {"url": _upload_url(request, u.name), "name": u.name, "bytes": u.bytes}
+        | ({"sha256": u.sha256} if u.sha256 else {})
+        for u in uploads
+    ]
     return ok(
         {
             "uploads": files,

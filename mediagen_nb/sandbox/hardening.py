@@ -16,6 +16,10 @@ from mediagen_nb.protocol.paths import PATHS
 from mediagen_nb.sandbox.responses import error_response
 
 CONTENT_SECURITY_POLICY = "default-src 'none'; sandbox"
+# The one page that holds a form (the sign-in's consent, agent/access.py): still no script, style or
+# frame, no other site may frame it, and not sandboxed, so its form posts back from the page's own
+# origin (a sandboxed page's origin is opaque, and its post would look like another site's).
+CONSENT_POLICY = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'"
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
@@ -52,8 +56,12 @@ class Hardened:
 
         async def send_hardened(message: Message) -> None:
             if message["type"] == "http.response.start":
-                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in _SECURITY_NAMES]
-                message = {**message, "headers": kept + SECURITY_HEADERS}
+                given = message.get("headers", [])
+                ours = SECURITY_HEADERS
+                if (b"content-security-policy", CONSENT_POLICY.encode()) in given:
+                    ours = [(SECURITY_HEADERS[0]), (b"content-security-policy", CONSENT_POLICY.encode())]
+                kept = [(k, v) for k, v in given if k.lower() not in _SECURITY_NAMES]
+                message = {**message, "headers": kept + ours}
             await send(message)
 
         if PROXY_HEADERS & {name.lower() for name, _ in scope.get("headers", [])} and not _media_read(scope):

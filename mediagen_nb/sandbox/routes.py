@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mediagen_nb.protocol.paths import GENERATION_ROOT, PATHS, REPLICATION_ROOT, SANDBOX_ROOT, TOPIC_ROOT
-from mediagen_nb.sandbox import control
+from mediagen_nb.sandbox import control, guard
 from mediagen_nb.sandbox.agent import Mount as AgentMount
 from mediagen_nb.sandbox.agent import access as agent_access
 from mediagen_nb.sandbox.catalog import handlers as catalog
@@ -85,11 +85,12 @@ ROUTES: list[Route] = [
     Route(PATHS["mcp"], AgentMount(), methods=["GET", "POST", "DELETE"]),
     Route(PATHS["oauth_metadata"], agent_access.server_metadata, methods=["GET"]),
     Route(PATHS["oauth_resource"], agent_access.resource_metadata, methods=["GET"]),
-    Route(PATHS["oauth_authorize"], agent_access.authorize, methods=["GET"]),
+    Route(PATHS["oauth_authorize"], agent_access.authorize, methods=["GET", "POST"]),
     Route(PATHS["oauth_token"], agent_access.token, methods=["POST"]),
     # Sandbox controls: no faults, never under the service's roots, refused to pages of other sites;
     # uploads need the account's key. Media reads (and the web app's stand-in pages) are for any page.
     _control("sandbox_info", ["GET"], control.info),
+    _control("sandbox_hello", ["GET"], guard.hello),
     _control("sandbox_keys", ["POST"], control.create_key),
     _control("sandbox_account", ["GET", "POST"], control.account),
     _control("sandbox_ledger", ["GET"], control.ledger),

@@ -11,12 +11,14 @@ from typing import Any
 
 import httpx
 import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.clock import ManualClock, SteppingClock
 from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
-from mediagen_nb.sandbox.accounts import DEMO_KEY
+from mediagen_nb.protocol.ownership import HEADER
 from mediagen_nb.sandbox.app import create_app
+from mediagen_nb.sandbox.guard import IN_PROCESS
 from mediagen_nb.sandbox.pipeline import DroppedConnection
 from mediagen_nb.sandbox.world import SandboxConfig, World
 
@@ -71,7 +73,7 @@ class Sandbox:
         self.config = config or SandboxConfig(**options)
         self.app = create_app(self.config)
         self.world: World = self.app.state.world
-        self.demo_key = DEMO_KEY
+        self.demo_key = self.world.demo_key  # the public demo key, or with a secret the owner's own
         self.base_url: str | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -95,6 +97,12 @@ class Sandbox:
             env[ENV_WIRE] = str(self.wire_file)
         return env
 
+    @property
+    def owner_headers(self) -> dict[str, str]:
+        """The header that makes a request its owner's, for a sandbox with a secret (empty without one)."""
+        owner = self.world.owner
+        return {HEADER: owner.session} if owner is not None else {}
+
     def advance(self, seconds: float) -> None:
         """Move simulated time forward by ``seconds``; returns once the timers it passed have fired."""
         self.world.clock.advance(seconds)
@@ -111,9 +119,20 @@ class Sandbox:
         clock.jump_holds = True
         return SteppingClock(clock)
 
+    def in_process(self) -> ASGIApp:
+        """The app as code in this process calls it (no browser can come this way, so its requests may
+        name the sandbox as they like, ``http://sandbox.test``: the Host check is for a served sandbox;
+        the owner's token is still asked for)."""
+        app = self.app
+
+        async def in_process(scope: Scope, receive: Receive, send: Send) -> None:
+            await app({**scope, IN_PROCESS: True}, receive, send)
+
+        return in_process
+
     def transport(self) -> httpx.ASGITransport:
-        """An httpx transport that calls the app directly (async clients only)."""
-        return httpx.ASGITransport(app=self.app)
+        """An httpx transport that calls the app directly (async clients only): :meth:`in_process`."""
+        return httpx.ASGITransport(app=self.in_process())
 
     def start(self, port: int = 0, host: str = "127.0.0.1") -> "Sandbox":
         """Serve on ``host:port`` (0 = a free port) from a background thread; returns when listening."""
@@ -128,6 +147,8 @@ class Sandbox:
         except OSError:
             sock.close()  # a busy port: do not leak the socket
             raise
+        port = sock.getsockname()[1]
+        self.app.state.hosts.serve(host, port)  # the names it answers to, before it answers anything
         server = uvicorn.Server(
             uvicorn.Config(self.app, log_level="warning", lifespan="on", timeout_keep_alive=30)
         )
@@ -143,7 +164,7 @@ class Sandbox:
                 raise RuntimeError(f"the sandbox did not start on {host}:{port}")
             time.sleep(0.01)
         self._server, self._thread = server, thread
-        self.base_url = f"http://{host}:{sock.getsockname()[1]}"
+        self.base_url = f"http://{host}:{port}"
         return self
 
     def stop(self) -> None:

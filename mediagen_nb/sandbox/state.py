@@ -69,7 +69,7 @@ class State:
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / FILE
-        self._lock = FileLock(folder / LOCK, thread_local=False)
+        self._lock = FileLock(folder / LOCK, thread_local=False, mode=0o600)
         try:
             self._lock.acquire(timeout=0)
         except Timeout:

@@ -5,13 +5,16 @@ file here instead of in its own storage, with the account's key. Only media the 
 are kept, recognised by their content (``media/identify.py``), never by their name: an SVG becomes a
 PNG, and anything else (a page, a script, a document, a file that only starts like an image) is
 refused before it is stored. A file is stored as the first 32 hex digits of its SHA-256 plus the
-extension of what it is, so the same bytes uploaded twice are one file with one URL. Uploads live in
+extension of what it is, so the same bytes uploaded twice are one file with one URL; on a sandbox with
+an owner the digest is keyed by the owner's secret (an HMAC of the SHA-256), so no one who holds the
+same file can tell its URL (reading an upload needs no token: a preview loads it). Uploads live in
 ``data_dir/uploads`` (or a private temporary folder), survive ``/_sandbox/reset`` like rendered media,
 and are capped per file and in total, files still being received included.
 """
 
 import asyncio
 import hashlib
+import hmac
 import os
 import re
 import tempfile
@@ -65,7 +68,10 @@ def content_type(name: str) -> str:
 class Uploads:
     """The stored uploads of one sandbox, in a folder, with the bytes they take."""
 
-    def __init__(self, data_dir: Path | None, max_total_bytes: int = MAX_TOTAL_BYTES) -> None:
+    def __init__(
+        self, data_dir: Path | None, max_total_bytes: int = MAX_TOTAL_BYTES, name_key: bytes | None = None
+    ) -> None:
+        self._name_key = name_key  # names are keyed by it (an owner's sandbox), else the plain digest
         self._temporary: tempfile.TemporaryDirectory[str] | None = None
         self._folder = Path(data_dir) / "uploads" if data_dir is not None else None
         self.max_total_bytes = max_total_bytes
@@ -92,6 +98,23 @@ class Uploads:
             for path in sorted(self._folder.iterdir())
             if _STORED.fullmatch(path.name)
         ]
+
+    def stem(self, sha256: str) -> str:
+        """The name (without extension) of the file whose content has SHA-256 ``sha256``."""
+        if self._name_key is None:
+            return sha256[:32]
+        return hmac.new(self._name_key, sha256.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def by_digest(self, sha256: str) -> Upload | None:
+        """The stored file whose content has SHA-256 ``sha256`` (a client asks before sending it again)."""
+        if self._folder is None or not re.fullmatch(r"[0-9a-f]{64}", sha256):
+            return None
+        stem = self.stem(sha256)
+        for extension in MEDIA_TYPES:
+            path = self._folder / f"{stem}.{extension}"
+            if path.is_file():
+                return Upload(path.name, path.stat().st_size, sha256)
+        return None
 
     def total_bytes(self) -> int:
         return sum(upload.bytes for upload in self.stored())
@@ -149,7 +172,7 @@ class Uploads:
                     reserved = size
                 await asyncio.to_thread(temp.write_bytes, converted)
             sha256 = digest.hexdigest()
-            upload = Upload(f"{sha256[:32]}.{extension}", size, sha256)
+            upload = Upload(f"{self.stem(sha256)}.{extension}", size, sha256)
             final = folder / upload.name
             if final.exists():
                 return upload, False

@@ -14,10 +14,11 @@ from mediagen_nb.protocol import limits
 from mediagen_nb.protocol.clock import ManualClock, ScaledClock, SimulatedClock, Timer
 from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.protocol.wire import DEFAULT, Names
-from mediagen_nb.sandbox.accounts import Accounts
+from mediagen_nb.sandbox.accounts import DEMO_KEY, Accounts
 from mediagen_nb.sandbox.agent.access import Access
 from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.fetch import Unreachable
+from mediagen_nb.sandbox.guard import Owner
 from mediagen_nb.sandbox.media import MediaSpec, MediaStore
 from mediagen_nb.sandbox.outbox import Outbox
 from mediagen_nb.sandbox.uploads import Uploads
@@ -51,6 +52,12 @@ class SandboxConfig:
     wire: Names = DEFAULT
     # A snapshot of a service's catalog to serve (``mediagen sandbox sync``); None serves the bundled one.
     catalog: Path | None = None
+    # The owner's secret (``protocol/ownership.py``): with one, the sandbox answers only requests that
+    # carry its owner's token, its demo key is the owner's own, and upload and media names are keyed by
+    # it (the user's kept sandbox; tests). None: it answers anyone who can reach it.
+    secret: bytes | None = field(default=None, repr=False)
+    # Names it answers to in Host besides its loopback address at its port (a proxy's; guard.py).
+    hosts: tuple[str, ...] = ()
 
 
 class World:
@@ -74,8 +81,14 @@ class World:
         self.clock: SimulatedClock = (
             ManualClock() if config.clock == "manual" else ScaledClock(config.time_scale)
         )
-        self.media = MediaStore(config.data_dir)
-        self.uploads = Uploads(config.data_dir)
+        self.owner: Owner | None = None
+        if config.secret is not None:
+            folder = str(config.data_dir.resolve()) if config.data_dir is not None else ""
+            self.owner = Owner(config.secret, folder)
+        self.demo_key = self.owner.demo_key if self.owner is not None else DEMO_KEY
+        names = self.owner.names_key if self.owner is not None else None
+        self.media = MediaStore(config.data_dir, name_key=names)
+        self.uploads = Uploads(config.data_dir, name_key=names)
         self.outbox = Outbox(
             config.webhook_secret,
             allow_private=config.allow_private_webhooks,
@@ -87,13 +100,14 @@ class World:
         self._asleep = False  # restored from a saved state, its timers not set again yet
         if self.state is not None and self.state.saved():
             self.state.load(self)
+            self.accounts.use_demo_key(self.demo_key)  # a state kept with the public key: now the owner's
             self._asleep = True
         else:
             self.reset()
 
     def build(self, seed: int) -> None:
         """Empty accounts, limits, faults and services, with ids drawn from ``seed``."""
-        self.accounts = Accounts(self.clock)
+        self.accounts = Accounts(self.clock, self.demo_key)
         self.access = Access(self.clock)
         self.requests = RollingWindow(self.clock, limits.REQUESTS_PER_KEY, limits.WINDOW_SECONDS)
         self.starts = RollingWindow(self.clock, limits.STARTS_PER_ACCOUNT, limits.WINDOW_SECONDS)

@@ -101,8 +101,11 @@ def test_an_agent_server_that_wants_oauth_says_so_and_the_notebook_sign_in_works
         def paste(prompt: str) -> str:
             link = re.search(r"open (\S+) and approve", shown[0])
             assert link is not None and "code_challenge_method=S256" in link.group(1)
-            page = httpx.get(link.group(1))
-            code = re.search(r"<pre id=code>([^<]+)</pre>", page.text)
+            page = httpx.get(link.group(1))  # the sign-in page: the user clicks Allow on it
+            consent = re.search(r'name=consent value="([^"]+)"', page.text)
+            assert consent is not None, page.text
+            allowed = httpx.post(link.group(1).split("?")[0], data={"consent": consent.group(1)})
+            code = re.search(r"<pre id=code>([^<]+)</pre>", allowed.text)
             assert code is not None
             return code.group(1)
 
@@ -163,13 +166,17 @@ def test_mediagen_balance_without_an_agent_server_address_exits_2(tmp_path: Path
 
 
 def test_mcp_config_prints_and_writes_jupyter_ai_s_entry(served: Sandbox, tmp_path: Path) -> None:
+    """A server on a loopback address may be a tunnel to the service: its key is printed masked (only the
+    user's own kept sandbox, proven so, has its key printed: tests/sandbox/test_owner_processes.py)."""
     base = served.base_url
     assert base is not None
     env = environment(**served.client_env())
     printed = run_mediagen("mcp-config", env=env, cwd=tmp_path)
     assert printed.returncode == 0, printed.stderr
-    (entry,) = json.loads(printed.stdout)["mcp_servers"]
-    assert entry == {
+    (shown,) = json.loads(printed.stdout)["mcp_servers"]
+    assert shown["headers"] == [{"name": "Authorization", "value": "Bearer pk_live_***"}]
+    assert served.demo_key not in printed.stdout + printed.stderr and "--write" in printed.stderr
+    entry = {
         "type": "http",
         "name": "mediagen",
         "url": base + path("mcp"),

@@ -19,13 +19,16 @@ import mediagen_nb as mg
 from mediagen_nb.client import BudgetExceeded, Client, Generation, VideoEstimate, settings
 from mediagen_nb.client.config import embedded_sandbox
 from mediagen_nb.notebook.forms import Form
+from mediagen_nb.protocol import ownership
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 
 def embedded_charges() -> list[dict[str, Any]]:
-    sandbox = embedded_sandbox()
-    entries = httpx.get(sandbox.base_url + path("sandbox_ledger"), timeout=10).json()["data"]["entries"]
+    sandbox = embedded_sandbox()  # it answers its owner alone: the owner's token goes along
+    owner = {ownership.HEADER: sandbox.token.reveal()}
+    answer = httpx.get(sandbox.base_url + path("sandbox_ledger"), headers=owner, timeout=10)
+    entries = answer.json()["data"]["entries"]
     return [e for e in entries if e["kind"] == "charge"]
 
 

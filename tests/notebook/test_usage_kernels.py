@@ -43,7 +43,7 @@ FIRST = textwrap.dedent(
     ok("%%generate flare-1-swift\\na fox in the snow")  # a re-run: reused, not charged
     import mediagen_nb as mg
 
-    entries = httpx.get(mg.current().base_url + "/_sandbox/ledger").json()["data"]["entries"]
+    entries = mg.current().sandbox_control("GET", "ledger")["entries"]
     print(json.dumps([[e["kind"], e["resource"], e["credits"]] for e in entries]))
     """
 )

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from _agent import advance, agent, balance, call, ledger, net, pkce, refusal, sign_in
+from _agent import advance, agent, balance, call, consent, ledger, net, pkce, refusal, sign_in
 from _shared import fresh_python
 
 from mediagen_nb.protocol import messages
@@ -219,11 +219,8 @@ async def test_the_sign_in_refuses_a_wrong_verifier_and_a_used_code(served: Sand
         "code_challenge": challenge,
         "code_challenge_method": "S256",
     }
-    redirected = httpx.get(
-        base + path("oauth_authorize"),
-        params={**params, "redirect_uri": "http://127.0.0.1:1/cb", "state": "s1"},
-    )
-    assert redirected.status_code == 302
+    redirected = consent(base, {**params, "redirect_uri": "http://127.0.0.1:1/cb", "state": "s1"})
+    assert redirected.status_code == 303
     location = httpx.URL(redirected.headers["location"])
     assert location.params["state"] == "s1"
     code = location.params["code"]
@@ -368,7 +365,8 @@ from mediagen_nb.protocol import sdk
 sdk.own_process()
 started = time.process_time()
 from mediagen_nb.sandbox.agent import server
-server.AgentEndpoint()
+from mediagen_nb.sandbox.guard import Hosts
+server.AgentEndpoint(Hosts())
 from mediagen_nb.client import agent
 agent._sdk()
 import jsonschema

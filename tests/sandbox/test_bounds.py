@@ -43,6 +43,12 @@ def _ledger(api: httpx.Client) -> list[Any]:
     return entries
 
 
+def _host(served: Sandbox) -> str:
+    """The Host a request to the served sandbox names (it answers nothing else)."""
+    assert served.base_url is not None
+    return served.base_url.removeprefix("http://")
+
+
 @pytest.fixture
 def http(served: Sandbox) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {served.demo_key}"}
@@ -56,7 +62,7 @@ def test_a_1_gb_json_body_is_refused_from_its_length_and_charges_nothing(
     """It used to be read whole (3 GB of memory), parsed and charged: 201. Now not a byte is read."""
     answer = _raw(
         served,
-        f"POST {path('run')} HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer {served.demo_key}\n"
+        f"POST {path('run')} HTTP/1.1\nHost: {_host(served)}\nAuthorization: Bearer {served.demo_key}\n"
         f"Content-Type: application/json\nContent-Length: {2**30}\nConnection: close\n",
     )
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
@@ -108,7 +114,7 @@ async def test_a_streamed_body_is_refused_once_past_the_cap_and_not_kept(sandbox
 def test_an_upload_past_the_file_cap_is_refused_from_its_length(served: Sandbox) -> None:
     answer = _raw(
         served,
-        f"PUT {path('sandbox_upload', name='huge.mp4')} HTTP/1.1\nHost: 127.0.0.1\n"
+        f"PUT {path('sandbox_upload', name='huge.mp4')} HTTP/1.1\nHost: {_host(served)}\n"
         f"Authorization: Bearer {served.demo_key}\nContent-Length: {uploads.MAX_FILE_BYTES + 1}\n"
         "Connection: close\n",
     )
@@ -138,11 +144,11 @@ def test_a_client_that_goes_away_mid_request_is_no_error(served: Sandbox, http: 
     records = _Records()
     log.addHandler(records)
     try:
-        key = f"Authorization: Bearer {served.demo_key}\nHost: 127.0.0.1\n"
+        key = f"Authorization: Bearer {served.demo_key}\nHost: {_host(served)}\n"
         cut_off = [
             (f"PUT {path('sandbox_upload', name='voice.wav')} HTTP/1.1\n{key}Content-Length: 100000\n", 5000),
             (f"POST {path('run')} HTTP/1.1\n{key}Content-Type: application/json\nContent-Length: 900\n", 20),
-            (f"GET {path('sandbox_samples', name='long.mp4')} HTTP/1.1\nHost: 127.0.0.1\n", 0),
+            (f"GET {path('sandbox_samples', name='long.mp4')} HTTP/1.1\nHost: {_host(served)}\n", 0),
         ]
         assert served.base_url is not None
         host, port = served.base_url.removeprefix("http://").split(":")

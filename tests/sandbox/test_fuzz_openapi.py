@@ -20,7 +20,7 @@ from mediagen_nb.sandbox import DEMO_KEY, Sandbox, SandboxConfig
 SANDBOX = Sandbox(SandboxConfig(time_scale=100_000, seed=1))  # a minute's rate window passes in 0.6 ms
 # "all": positive cases (valid per the document) and negative ones (wrong types, bad JSON, no key).
 CONFIG = schemathesis.config.SchemathesisConfig.from_dict({"generation": {"mode": "all"}})
-schema = schemathesis.openapi.from_asgi(path("openapi"), SANDBOX.app, config=CONFIG)
+schema = schemathesis.openapi.from_asgi(path("openapi"), SANDBOX.in_process(), config=CONFIG)
 _real_getaddrinfo = socket.getaddrinfo
 
 

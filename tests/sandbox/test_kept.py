@@ -35,6 +35,11 @@ def home(tmp_path: Path) -> Iterator[Path]:
     kept.stop(folder)
 
 
+def owner(running: kept.Running) -> dict[str, str]:
+    """What the owner's requests carry: its demo key (the public one does not work there) and its token."""
+    return {"Authorization": f"Bearer {running.demo_key}", **running.headers}
+
+
 def data(method: str, url: str, **options: Any) -> Any:
     response = httpx.request(method, url, timeout=30, trust_env=False, **options)
     assert response.is_success, response.text
@@ -76,7 +81,7 @@ def test_a_killed_sandbox_is_started_again_from_its_state_on_its_port(home: Path
     first = kept.ensure(SCALE, home)
     assert first.started
     run = first.base_url + path("run")
-    made = data("POST", run, json=IMAGE, headers={**HEADERS, "Idempotency-Key": "one"})
+    made = data("POST", run, json=IMAGE, headers={**owner(first), "Idempotency-Key": "one"})
     os.kill(first.pid, signal.SIGKILL)
     assert gone(first.pid) and kept.find(home) is None
 
@@ -84,18 +89,25 @@ def test_a_killed_sandbox_is_started_again_from_its_state_on_its_port(home: Path
     assert second.started and second.pid != first.pid
     assert second.base_url == first.base_url, "the same port, so URLs in old outputs keep working"
     assert second.instance == first.instance, "the same state: clients trust what it started"
-    read = data("GET", second.base_url + path("generation", id=made["id"]) + "?wait=55", headers=HEADERS)
+    assert second.demo_key == first.demo_key and second.token != first.token, "a token per process"
+    read = data(
+        "GET", second.base_url + path("generation", id=made["id"]) + "?wait=55", headers=owner(second)
+    )
     assert read["status"] == "succeeded"
-    again = httpx.post(run, json=IMAGE, headers={**HEADERS, "Idempotency-Key": "one"}, trust_env=False)
+    again = httpx.post(run, json=IMAGE, headers={**owner(second), "Idempotency-Key": "one"}, trust_env=False)
     assert again.status_code == 200 and again.json()["data"]["id"] == made["id"]
-    charges = [e for e in data("GET", second.base_url + path("sandbox_ledger"))["entries"]]
+    stale = httpx.post(run, json=IMAGE, headers={**owner(first), "Idempotency-Key": "two"}, trust_env=False)
+    assert stale.status_code == 403, "the token of the killed process is worth nothing now"
+    charges = [
+        e for e in data("GET", second.base_url + path("sandbox_ledger"), headers=owner(second))["entries"]
+    ]
     assert [(e["kind"], e["resourceId"]) for e in charges] == [("charge", made["id"])], "charged once"
 
 
 def test_status_stop_and_reset_manage_it(home: Path) -> None:
     assert "not running" in sandbox_cli(home, "status").stdout
     running = kept.ensure(SCALE, home)
-    data("POST", running.base_url + path("run"), json=IMAGE, headers=HEADERS)
+    data("POST", running.base_url + path("run"), json=IMAGE, headers=owner(running))
 
     shown = json.loads(sandbox_cli(home, "status", "--json").stdout)
     assert shown["running"] and shown["pid"] == running.pid and shown["baseUrl"] == running.base_url
@@ -114,13 +126,13 @@ def test_status_stop_and_reset_manage_it(home: Path) -> None:
     assert kept.find(home) is None and (home / "state.sqlite").is_file(), "stopped, its state kept"
     assert "not running" in sandbox_cli(home, "stop").stdout
 
-    kept.ensure(SCALE, home)
-    data("POST", running.base_url + path("run"), json=IMAGE, headers=HEADERS)
+    again = kept.ensure(SCALE, home)
+    data("POST", again.base_url + path("run"), json=IMAGE, headers=owner(again))
     kept.stop(home)
     sandbox_cli(home, "reset")  # not running: its saved state is deleted
     fresh = kept.ensure(SCALE, home)
     assert fresh.instance != after["instance"]
-    assert data("GET", fresh.base_url + path("sandbox_account"))["balance"] == 3000
+    assert data("GET", fresh.base_url + path("sandbox_account"), headers=owner(fresh))["balance"] == 3000
 
 
 @pytest.mark.usefixtures("ctrl_c")  # the served sandbox gets a real SIGINT
@@ -167,3 +179,58 @@ def test_a_folder_held_by_another_sandbox_is_never_served_twice(
     with served, pytest.raises(kept.KeptSandboxError, match="another sandbox is using"):
         kept.ensure(SCALE, home)
     assert kept.ensure(SCALE, home).started, "free again: the kept sandbox starts on its state"
+
+
+EARLIER_VERSION = """
+import json, os, signal, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from filelock import FileLock
+
+folder = Path(sys.argv[1])
+held = FileLock(folder / "state.lock", thread_local=False)
+held.acquire()  # it serves the folder's state
+
+
+class Earlier(BaseHTTPRequestHandler):
+    def do_GET(self):  # an earlier version has no /_sandbox/hello, and could not prove itself
+        body = json.dumps({"statusCode": 404, "message": "Cannot find " + self.path, "error": "Not Found"})
+        self.send_response(404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+server = HTTPServer(("127.0.0.1", 0), Earlier)
+port = server.server_address[1]
+record = {"pid": os.getpid(), "baseUrl": f"http://127.0.0.1:{port}", "port": port, "version": "0.0.1"}
+(folder / "server.json").write_text(json.dumps(record))
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+print(port, flush=True)
+server.serve_forever()
+"""
+
+
+def test_a_kept_sandbox_of_an_earlier_version_is_ended_and_ours_takes_its_port(home: Path) -> None:
+    """An earlier version's kept sandbox (no secret, no /_sandbox/hello) holding the folder's state, the
+    user's own process: after an upgrade it is stopped and the new one goes on from its state, on its port
+    (never "something else is listening")."""
+    home.mkdir(parents=True)
+    earlier = subprocess.Popen(
+        [sys.executable, "-c", EARLIER_VERSION, str(home), "mediagen_nb.sandbox.kept"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert earlier.stdout is not None
+        port = int(earlier.stdout.readline())
+        running = kept.ensure(SCALE, home)
+        assert earlier.wait(timeout=30) == 0, "it was asked to end"
+        assert running.started and running.base_url == f"http://127.0.0.1:{port}"
+    finally:
+        if earlier.poll() is None:
+            earlier.kill()
+            earlier.wait()

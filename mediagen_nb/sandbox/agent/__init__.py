@@ -17,7 +17,7 @@ import contextlib
 import importlib
 import importlib.util
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from starlette.types import Receive, Scope, Send
 
@@ -75,10 +75,10 @@ class Loading:
                     await task
             self._stop = self.ready = None
 
-    async def _serve(self, ready: asyncio.Event, stop: asyncio.Event) -> None:
+    async def _serve(self, ready: asyncio.Event, stop: asyncio.Event, hosts: Any) -> None:
         try:
             module = await asyncio.to_thread(importlib.import_module, "mediagen_nb.sandbox.agent.server")
-            endpoint: Agent = module.AgentEndpoint()
+            endpoint: Agent = module.AgentEndpoint(hosts)
         except Exception as exc:  # a broken install: /mcp says so rather than waiting for ever
             self.failure = f"{messages.AGENT_FAILED}: {type(exc).__name__}: {exc}"[:300]
             ready.set()
@@ -95,7 +95,8 @@ class Loading:
         ready, stop = self.ready, self._stop
         if ready is not None and stop is not None:
             if self._task is None:  # the first /mcp request of this lifespan starts the server
-                self._task = asyncio.get_running_loop().create_task(self._serve(ready, stop))
+                hosts = scope["app"].state.hosts  # the names it answers to: the SDK checks them too
+                self._task = asyncio.get_running_loop().create_task(self._serve(ready, stop, hosts))
             await ready.wait()
         if self.endpoint is not None:
             await self.endpoint(scope, receive, send)

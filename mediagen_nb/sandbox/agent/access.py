@@ -6,10 +6,15 @@ code with PKCE (S256) for public clients, nothing more (no client registration, 
 scopes).
 
 * ``GET /oauth/authorize?response_type=code&client_id=..&code_challenge=..&code_challenge_method=S256``
-  is the web app's sign-in page. The sandbox has one user, signed in already, so it approves at once
-  for the demo account: with a ``redirect_uri`` (https, or http on loopback) it redirects there with
-  ``code`` and ``state``; without one (or the out-of-band ``urn:ietf:wg:oauth:2.0:oob``) it shows the
-  code to paste back, which is what a remote notebook kernel needs (it cannot receive a callback).
+  is the web app's sign-in page. The sandbox has one user, signed in already; the page asks that user
+  to allow the client (a button, its form posted back to the same address: ``POST /oauth/authorize``
+  with the page's one-time ``consent``), and a post from another site's page is refused, so no page
+  elsewhere gets a code without the user's click on the sandbox's own page (which no frame may hold).
+  Then, for the demo account: with a ``redirect_uri`` (https, or http on loopback) it redirects there
+  with ``code`` and ``state``; without one (or the out-of-band ``urn:ietf:wg:oauth:2.0:oob``) it shows
+  the code to paste back, which is what a remote notebook kernel needs (it cannot receive a callback).
+  PKCE is required: an S256 ``code_challenge`` (43 base64url characters) here, its verifier (43 to 128
+  unreserved characters) at the token endpoint.
 * ``POST /oauth/token`` (form or JSON: ``grant_type=authorization_code``, ``code``, ``code_verifier``,
   ``client_id``) answers ``{access_token, token_type: "Bearer", expires_in}``. A code works once, for
   ten minutes; a token for 30 days of simulated time.
@@ -23,6 +28,7 @@ a service whose agent server wants OAuth would.
 import base64
 import hashlib
 import html
+import re
 import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +41,7 @@ from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.protocol.paths import PATHS
 from mediagen_nb.sandbox.accounts import DEMO_ACCOUNT, VIA_AGENT, Caller, bearer
+from mediagen_nb.sandbox.hardening import CONSENT_POLICY
 from mediagen_nb.sandbox.responses import ServiceError
 
 if TYPE_CHECKING:
@@ -45,6 +52,9 @@ CODE_SECONDS = 600.0
 TOKEN_SECONDS = 30 * 86400.0
 TOKEN_PREFIX = "mgat_"
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")  # BASE64URL(SHA-256(verifier)), unpadded (RFC 7636)
+VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+MAX_ASKED = 1000  # sign-ins waiting for the user's click; the oldest are dropped past it
 
 
 @dataclass
@@ -69,6 +79,17 @@ class AccessToken:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "AccessToken":
         return cls(data["id"], data["secret"], data["account"], data["clientId"], data["expiresAt"])
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A sign-in waiting for the user's consent on the sign-in page."""
+
+    client_id: str
+    challenge: str
+    redirect_uri: str | None
+    state: str | None
+    expires_at: float
 
 
 @dataclass(frozen=True)
@@ -100,31 +121,55 @@ class Access:
         self.clock = clock
         self.tokens: dict[str, AccessToken] = {}  # by secret
         self._grants: dict[str, Grant] = {}  # by code; never saved (ten minutes)
+        self._asked: dict[str, Asked] = {}  # by the consent form's one-time value; never saved
         self.unsaved: set[str] = set()  # secrets of tokens issued since the state was saved
 
     def restore(self, saved: list[dict[str, Any]]) -> None:
         self.tokens = {t.secret: t for t in map(AccessToken.from_dict, saved)}
 
-    def authorize(self, params: dict[str, str], account: str = DEMO_ACCOUNT) -> tuple[str, Grant]:
-        """A code for the signed-in ``account`` (the sandbox's one user), checked as OAuth says."""
+    def ask(self, params: dict[str, str]) -> tuple[str, Asked]:
+        """A sign-in checked as OAuth says, waiting for the user's consent: the consent form's one-time
+        value (a page of another site cannot read it) and what is asked."""
         if params.get("response_type") != "code":
             raise OAuthError("unsupported_response_type", "response_type must be code")
         client_id = params.get("client_id", "")
         if not client_id:
             raise OAuthError("invalid_request", "client_id is required")
-        if params.get("code_challenge_method") != "S256" or not params.get("code_challenge"):
+        challenge = params.get("code_challenge", "")
+        if params.get("code_challenge_method") != "S256" or not CHALLENGE.fullmatch(challenge):
             raise OAuthError(
-                "invalid_request", "PKCE is required: code_challenge with code_challenge_method=S256"
+                "invalid_request",
+                "PKCE is required: code_challenge (the unpadded base64url SHA-256 of a code_verifier, "
+                "43 characters) with code_challenge_method=S256",
             )
         redirect = params.get("redirect_uri") or None
         if redirect == OUT_OF_BAND:
             redirect = None
         if redirect is not None and not _redirect_allowed(redirect):
             raise OAuthError("invalid_request", "redirect_uri must be https, or http on this machine")
+        consent = secrets.token_urlsafe(24)
+        asked = Asked(
+            client_id, challenge, redirect, params.get("state") or None, self.clock.now() + CODE_SECONDS
+        )
+        while len(self._asked) >= MAX_ASKED:
+            del self._asked[next(iter(self._asked))]
+        self._asked[consent] = asked
+        return consent, asked
+
+    def approve(self, consent: str, account: str = DEMO_ACCOUNT) -> tuple[str, Grant, str | None]:
+        """The user allowed the sign-in of ``consent`` for the signed-in ``account`` (the sandbox's one
+        user): a code for it, the grant and the client's ``state``. A consent works once."""
+        asked = self._asked.pop(consent, None)
+        if asked is None or asked.expires_at <= self.clock.now():
+            raise OAuthError(
+                "invalid_request", "this sign-in page is used or expired: start the sign-in again"
+            )
         code = secrets.token_urlsafe(24)
-        grant = Grant(account, client_id, params["code_challenge"], redirect, self.clock.now() + CODE_SECONDS)
+        grant = Grant(
+            account, asked.client_id, asked.challenge, asked.redirect_uri, self.clock.now() + CODE_SECONDS
+        )
         self._grants[code] = grant
-        return code, grant
+        return code, grant, asked.state
 
     def exchange(self, form: dict[str, str]) -> AccessToken:
         """An access token for a code and its PKCE verifier; a code works once."""
@@ -138,6 +183,8 @@ class Access:
         if (form.get("redirect_uri") or OUT_OF_BAND) != (grant.redirect_uri or OUT_OF_BAND):
             raise OAuthError("invalid_grant", "redirect_uri is not the one the code was given for")
         verifier = form.get("code_verifier", "")
+        if not VERIFIER.fullmatch(verifier):
+            raise OAuthError("invalid_grant", "code_verifier must be 43 to 128 unreserved characters (PKCE)")
         digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
         if not verifier or not secrets.compare_digest(digest, grant.challenge):
             raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
@@ -217,25 +264,59 @@ async def resource_metadata(request: Request) -> Response:
     )
 
 
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(f"<!doctype html><title>{html.escape(title)}</title>{body}", status)
+
+
 async def authorize(request: Request) -> Response:
-    """GET /oauth/authorize: the web app's sign-in, approved at once for the sandbox's demo account."""
-    params = dict(request.query_params)
+    """GET /oauth/authorize: the web app's sign-in page, asking the user to allow the client; POST (its
+    form, from this page only): the user allowed it, so a code for the sandbox's demo account."""
+    from mediagen_nb.sandbox.pipeline import FROM_ANOTHER_SITE, capped_body, from_another_site
+
+    access = _world(request).access
     try:
-        code, grant = _world(request).access.authorize(params)
+        if request.method == "GET":
+            consent, asked = access.ask(dict(request.query_params))
+            return _consent_page(consent, asked)
+        if from_another_site(request):
+            return _page("Sign-in refused", f"<p>{html.escape(FROM_ANOTHER_SITE)}</p>", 403)
+        form = dict(parse_qsl((await capped_body(request)).decode("utf-8", "replace")))
+        code, grant, state = access.approve(form.get("consent", ""))
     except OAuthError as exc:
-        return HTMLResponse(
-            f"<!doctype html><title>Sign-in refused</title><p>{html.escape(exc.description)}</p>", 400
-        )
+        return _page("Sign-in refused", f"<p>{html.escape(exc.description)}</p>", 400)
     if grant.redirect_uri is not None:
-        answer = {"code": code, **({"state": params["state"]} if params.get("state") else {})}
+        answer = {"code": code, **({"state": state} if state else {})}
         separator = "&" if urlsplit(grant.redirect_uri).query else "?"
-        return RedirectResponse(grant.redirect_uri + separator + urlencode(answer), status_code=302)
-    return HTMLResponse(
-        "<!doctype html><title>mediagen sandbox sign-in</title>"
+        return RedirectResponse(grant.redirect_uri + separator + urlencode(answer), status_code=303)
+    return _page(
+        "mediagen sandbox sign-in",
         "<h1>Signed in to the sandbox's demo account</h1>"
         f"<p>Paste this code back where you started the sign-in:</p><pre id=code>{html.escape(code)}</pre>"
-        "<p>It works once, for ten minutes.</p>"
+        "<p>It works once, for ten minutes.</p>",
     )
+
+
+def _consent_page(consent: str, asked: Asked) -> Response:
+    """The page that asks the user: a form posted back here (no script; no other site may frame it)."""
+    where = (
+        f"then sends you back to <code>{html.escape(asked.redirect_uri)}</code>"
+        if asked.redirect_uri is not None
+        else "then shows a code to paste back where you started"
+    )
+    page = _page(
+        "Allow access to the sandbox?",
+        "<h1>Allow access to the sandbox's demo account?</h1>"
+        f"<p><b>{html.escape(asked.client_id)}</b> asks to use the sandbox's demo account through its "
+        f"agent server: it could start work that spends the account's credits. Allowing it {where}.</p>"
+        f'<form method=post action="{PATHS["oauth_authorize"]}">'
+        f'<input type=hidden name=consent value="{html.escape(consent)}">'
+        "<button type=submit id=allow>Allow</button></form>"
+        "<p>If you did not start this sign-in, close this page.</p>",
+    )
+    page.headers["Content-Security-Policy"] = CONSENT_POLICY
+    page.headers["X-Frame-Options"] = "DENY"
+    page.headers["Cache-Control"] = "no-store"
+    return page
 
 
 async def token(request: Request) -> Response:

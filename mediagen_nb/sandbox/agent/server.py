@@ -22,6 +22,7 @@ from typing import Any
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
@@ -29,6 +30,7 @@ from mediagen_nb import __version__
 from mediagen_nb.protocol import messages
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.agent import access, tools
+from mediagen_nb.sandbox.guard import Hosts
 from mediagen_nb.sandbox.pipeline import capped_body, json_body
 from mediagen_nb.sandbox.responses import ServiceError, error_response
 
@@ -96,15 +98,24 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 class AgentEndpoint:
     """The ASGI app at ``/mcp``: credential and request limit, then the SDK's streamable HTTP transport."""
 
-    def __init__(self) -> None:
+    def __init__(self, hosts: Hosts) -> None:
         self.server = _server()
+        self.hosts = hosts
         self.manager: StreamableHTTPSessionManager | None = None
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
         """Serve while the sandbox's lifespan runs (the SDK's task group). A session manager runs once,
-        so each start of the sandbox (a restart after stop) gets its own."""
-        manager = StreamableHTTPSessionManager(app=self.server, stateless=True, json_response=True)
+        so each start of the sandbox (a restart after stop) gets its own. The SDK's own DNS rebinding
+        protection checks Host and Origin against the names the sandbox answers to (``guard.py``, which
+        checks Host first)."""
+        protect, hosts, origins = self.hosts.mcp_settings()
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=protect, allowed_hosts=hosts, allowed_origins=origins
+        )
+        manager = StreamableHTTPSessionManager(
+            app=self.server, stateless=True, json_response=True, security_settings=security
+        )
         async with manager.run():
             self.manager = manager
             try:

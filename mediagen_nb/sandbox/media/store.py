@@ -8,6 +8,7 @@ on disk, so a sweep over hundreds of outputs only pays for what is fetched.
 import asyncio
 import functools
 import hashlib
+import hmac
 import json
 import os
 import threading
@@ -22,17 +23,23 @@ from mediagen_nb.sandbox.media.samples import PREVIEW, SAMPLES
 from mediagen_nb.sandbox.media.spec import CONTENT_TYPES, MediaSpec
 
 
-def _media_name(spec: MediaSpec) -> str:
-    """Return the file name of `spec`: a hash of its fields (stable across processes) plus its format."""
-    payload = json.dumps(asdict(spec), sort_keys=True, separators=(",", ":"))
-    return f"{hashlib.sha256(payload.encode()).hexdigest()[:20]}.{spec.fmt}"
+def _media_name(spec: MediaSpec, key: bytes | None = None) -> str:
+    """Return the file name of `spec`: a hash of its fields (stable across processes) plus its format;
+    with ``key`` (an owner's sandbox) an HMAC, so no one can derive an output's URL from its prompt."""
+    payload = json.dumps(asdict(spec), sort_keys=True, separators=(",", ":")).encode()
+    digest = hmac.new(key, payload, hashlib.sha256) if key is not None else hashlib.sha256(payload)
+    return f"{digest.hexdigest()[:20]}.{spec.fmt}"
 
 
 class MediaStore:
     """Registered media files, rendered on first read (in a worker thread) and cached."""
 
-    def __init__(self, data_dir: Path | None = None, memory_bytes: int = 64 * 2**20) -> None:
-        """Open the store; with `data_dir`, rendered files and registrations persist under data_dir/media."""
+    def __init__(
+        self, data_dir: Path | None = None, memory_bytes: int = 64 * 2**20, name_key: bytes | None = None
+    ) -> None:
+        """Open the store; with `data_dir`, rendered files and registrations persist under data_dir/media;
+        with `name_key`, names are keyed by it."""
+        self._name_key = name_key
         self._dir = Path(data_dir) / "media" if data_dir is not None else None
         self._lock = threading.Lock()
         self._specs: dict[str, MediaSpec] = {}
@@ -62,7 +69,7 @@ class MediaStore:
 
     def add(self, spec: MediaSpec) -> str:
         """Register `spec` without rendering it and return its file name "<hex id>.<fmt>"."""
-        name = _media_name(spec)
+        name = _media_name(spec, self._name_key)
         with self._lock:
             if name not in self._specs:
                 self._specs[name] = spec
