@@ -543,6 +543,48 @@ class Ledger:
             for model, kind, via, status, runs, credits, known in rows
         ]
 
+    def account_usage(
+        self, since: float, account: str, places: Iterable[tuple[str, str | None]]
+    ) -> dict[str, tuple[int, int]]:
+        """Runs and credits of ``account``'s starts since ``since`` (Unix time), without failures, at
+        ``places``: (service, instance or None for any) pairs, every spelling of one service.
+
+        By figure: ``charged`` (what the service said it charged, or will not say: ``estimated`` of
+        those), ``in_flight`` (work the service charges as it runs, not ended: its start's estimate),
+        ``running`` (charged starts not ended yet) and ``possibly`` (starts never answered).
+        """
+        pairs = list(places)
+        where = " OR ".join("(service=? AND (? IS NULL OR instance=?))" for _ in pairs) or "0"
+        final = ",".join("?" * len(states.FINAL))
+        rows = self._run(
+            "SELECT CASE WHEN status=? THEN 'possibly' "
+            f"WHEN credits_known=0 AND status NOT IN ({final}) THEN 'in_flight' ELSE 'charged' END, "
+            f"status IN ({final}), credits_known, COUNT(*), SUM(credits) FROM starts "
+            f"WHERE account=? AND started_at>=? AND status!=? AND ({where}) GROUP BY 1, 2, 3",
+            (
+                STARTING,
+                *sorted(states.FINAL),
+                *sorted(states.FINAL),
+                account,
+                since,
+                states.FAILED,
+                *(value for service, instance in pairs for value in (service, instance, instance)),
+            ),
+            write=False,
+        )
+        figures = dict.fromkeys(("charged", "estimated", "in_flight", "running", "possibly"), (0, 0))
+
+        def add(name: str, runs: int, credits: int) -> None:
+            figures[name] = (figures[name][0] + runs, figures[name][1] + credits)
+
+        for figure, ended, known, runs, credits in rows:
+            add(figure, runs, int(credits or 0))
+            if figure == "charged" and not known:
+                add("estimated", runs, int(credits or 0))
+            if figure == "charged" and not ended:
+                add("running", runs, int(credits or 0))
+        return figures
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
