@@ -62,6 +62,8 @@ class Balance:
     in_flight_runs: int = 0  # work the service charges as it runs, not ended (replica renders, videos)
     in_flight_credits: int = 0  # ...their starts' estimates: the account has charged part of them so far
     running: int = 0  # of the ledger's runs, those not ended yet (charged; a failure is refunded)
+    other_keys: tuple[int, int] = (0, 0)  # runs and credits this ledger holds on this service as another
+    # account (other keys: an earlier key of this account, or another account's), not compared
 
     @property
     def remaining(self) -> int:
@@ -133,6 +135,13 @@ class Balance:
                 lines.append(
                     "the account and this machine's ledger agree: this month's runs were all started here"
                 )
+        if any(self.other_keys):
+            runs, credits = self.other_keys
+            lines.append(
+                f"not counted above: {_amount(credits, runs) or '0 credits'} this ledger holds on this "
+                "service started with other keys (an earlier key of this account, or another account's; "
+                "MEDIAGEN_ACCOUNT names keys of one account)"
+            )
         if self.possibly_charged:
             lines.append(f"not counted above: {self.possibly_charged:,} credits of starts never answered")
         if self.estimated:
@@ -210,6 +219,7 @@ def balance(client: BaseClient | None = None, *, ledger: "ledgers.Ledger | str |
         in_flight_runs=figures["in_flight"][0],
         in_flight_credits=figures["in_flight"][1],
         running=figures["running"][0],
+        other_keys=figures["other_keys"],
     )
 
 

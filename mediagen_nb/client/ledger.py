@@ -551,38 +551,46 @@ class Ledger:
 
         By figure: ``charged`` (what the service said it charged, or will not say: ``estimated`` of
         those), ``in_flight`` (work the service charges as it runs, not ended: its start's estimate),
-        ``running`` (charged starts not ended yet) and ``possibly`` (starts never answered).
+        ``running`` (charged starts not ended yet), ``possibly`` (starts never answered), and
+        ``other_keys``: starts at the same places made as another account (other keys: an earlier key
+        of the same account, or another account's), answered or in flight.
         """
         pairs = list(places)
         where = " OR ".join("(service=? AND (? IS NULL OR instance=?))" for _ in pairs) or "0"
         final = ",".join("?" * len(states.FINAL))
         rows = self._run(
-            "SELECT CASE WHEN status=? THEN 'possibly' "
+            "SELECT account=?, CASE WHEN status=? THEN 'possibly' "
             f"WHEN credits_known=0 AND status NOT IN ({final}) THEN 'in_flight' ELSE 'charged' END, "
             f"status IN ({final}), credits_known, COUNT(*), SUM(credits) FROM starts "
-            f"WHERE account=? AND started_at>=? AND status!=? AND ({where}) GROUP BY 1, 2, 3",
+            f"WHERE started_at>=? AND status!=? AND ({where}) GROUP BY 1, 2, 3, 4",
             (
+                account,
                 STARTING,
                 *sorted(states.FINAL),
                 *sorted(states.FINAL),
-                account,
                 since,
                 states.FAILED,
                 *(value for service, instance in pairs for value in (service, instance, instance)),
             ),
             write=False,
         )
-        figures = dict.fromkeys(("charged", "estimated", "in_flight", "running", "possibly"), (0, 0))
+        names = ("charged", "estimated", "in_flight", "running", "possibly", "other_keys")
+        figures = dict.fromkeys(names, (0, 0))
 
         def add(name: str, runs: int, credits: int) -> None:
             figures[name] = (figures[name][0] + runs, figures[name][1] + credits)
 
-        for figure, ended, known, runs, credits in rows:
-            add(figure, runs, int(credits or 0))
+        for mine, figure, ended, known, runs, credits in rows:
+            credits = int(credits or 0)
+            if not mine:
+                if figure != "possibly":
+                    add("other_keys", runs, credits)
+                continue
+            add(figure, runs, credits)
             if figure == "charged" and not known:
-                add("estimated", runs, int(credits or 0))
+                add("estimated", runs, credits)
             if figure == "charged" and not ended:
-                add("running", runs, int(credits or 0))
+                add("running", runs, credits)
         return figures
 
     def close(self) -> None:

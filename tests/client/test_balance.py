@@ -318,3 +318,19 @@ def test_figures_of_both_signs_are_each_said_as_a_count() -> None:
     assert not NEGATIVE.search(said) and not NEGATIVE.search(str(found)), said
     assert "1 run on the account was not started from this machine's ledger" in said
     assert "this ledger holds 5 credits the account does not count" in said
+
+
+def test_starts_with_another_key_are_said_apart(served: Sandbox, client: mg.Client) -> None:
+    """The ledger's side is this account's starts (its keys); what the ledger holds on this service with
+    another key (an earlier key of the account, or another account's) is named apart, not dropped."""
+    base = served.base_url
+    assert base is not None
+    client.generate("gpt-image-2", prompt="a fox", quality="low")
+    other = httpx.post(base + path("sandbox_keys"), json={"name": "a second key"}).json()["data"]["key"]
+    with mg.Client(other, base_url=base) as second:
+        second.generate("gpt-image-2", prompt="a hare", quality="low")
+    found = mg.balance(client)
+    assert (found.ledger_credits, found.ledger_runs) == (3, 1) and found.other_keys == (1, 3)
+    assert (found.usage.month_credits, found.usage.month_runs) == (6, 2)  # the same account: both keys
+    said = found.explained()
+    assert any(line.startswith("not counted above: 3 credits and 1 run this ledger holds") for line in said)
