@@ -312,6 +312,7 @@ class Ledger:
         the row is written anew, as this start's.
         """
         now = time.time()
+        fresh = (STARTING, credits, int(credits_known), now, now, processes.me())  # status ... owner
         written = self._changed(
             f"INSERT INTO starts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '[]', "
             "NULL, NULL, NULL, ?, ?, ?) ON CONFLICT(key, instance) DO NOTHING",
@@ -326,12 +327,7 @@ class Ledger:
                 ask,
                 variation,
                 _json(input),
-                STARTING,
-                credits,
-                int(credits_known),
-                now,
-                now,
-                processes.me(),
+                *fresh,
             ),
         )
         if not written and replaces is not None:
@@ -339,17 +335,7 @@ class Ledger:
                 "UPDATE starts SET resource_id=NULL, status=?, credits=?, credits_known=?, urls='[]', "
                 "error=NULL, elapsed_s=NULL, resource=NULL, started_at=?, updated_at=?, owner=? "
                 "WHERE key=? AND instance=? AND resource_id=?",
-                (
-                    STARTING,
-                    credits,
-                    int(credits_known),
-                    now,
-                    now,
-                    processes.me(),
-                    key,
-                    where.instance,
-                    replaces,
-                ),
+                (*fresh, key, where.instance, replaces),
             )
         if not written:
             self._run("UPDATE starts SET updated_at=? WHERE key=? AND instance=?", (now, key, where.instance))
