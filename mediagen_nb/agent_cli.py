@@ -64,6 +64,11 @@ def balance(args: argparse.Namespace) -> int:
         "monthApiRuns": u.month_api_runs,
         "topUpUrl": u.top_up_url,
         "ledger": {"credits": found.ledger_credits, "runs": found.ledger_runs},
+        "inFlight": {  # the ledger's runs still running, and work charged as it renders (estimated)
+            "running": found.running,
+            "renders": found.in_flight_runs,
+            "estimatedCredits": found.in_flight_credits,
+        },
         "explained": found.explained(),
     }
     print(json.dumps(document, indent=1) if args.json else str(found), file=args.stdout)

@@ -22,6 +22,7 @@ import pytest
 from _shared import environment, run_mediagen
 from _wait import wait_until
 
+from mediagen_nb.client import config
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import kept
 
@@ -301,3 +302,68 @@ def test_the_readme_main_job_run_twice_pays_once(tmp_path: Path) -> None:
     assert charges() == paid
     assert "0 credits spent now, 12 rows reused at no charge (78 credits earlier)" in summary(again.stdout)
     assert "total: 0 credits spent now, 3 steps reused at no charge" in again.stdout
+
+
+def faults(plan: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The running kept sandbox's fault plan (``GET``), or a new one (``POST``)."""
+    running = kept.find()
+    assert running is not None, "the kept sandbox is running"
+    url = running.base_url + path("sandbox_faults")
+    with httpx.Client(timeout=10, trust_env=False) as http:
+        answer = http.get(url) if plan is None else http.post(url, json=plan)
+    return dict(answer.raise_for_status().json()["data"])
+
+
+def test_a_sandbox_killed_while_it_is_started_again_leaves_rows_uncertain_never_an_exception(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: the kept sandbox killed mid-sweep, then again while the client started it again, made
+    ``df.mediagen.run`` raise. Now the rows whose starts were sent come back ``uncertain`` (possibly
+    charged, at their price), the others not started, the line after the summary says why; a run while
+    it still cannot start returns the frame too; the re-run, once it can, charges each row once."""
+    import pandas as pd
+
+    monkeypatch.setenv("MEDIAGEN_TIME_SCALE", "600")
+    frame = pd.DataFrame({"prompt": [f"a tin whistle number {n}" for n in range(12)]})
+    first = kept.ensure(600)
+    faults({"rates": {"slow": 1}, "routes": ["run"], "slowSeconds": 30})  # starts held, not yet charged
+    cannot_start = True
+    spawn = kept._spawn
+
+    def killed_while_starting(where: Path, time_scale: float) -> kept.Running:
+        if cannot_start:
+            raise kept.KeptSandboxError("the kept sandbox did not start: it was killed (see its log)")
+        return spawn(where, time_scale)
+
+    monkeypatch.setattr(kept, "_spawn", killed_while_starting)
+    handle = frame.mediagen.submit("gpt-image-2", quality="low", progress=False)
+    wait_until(lambda: faults()["injected"].get("slow", 0) >= 8, 30, "8 starts held by the sandbox")
+    os.kill(first.pid, signal.SIGKILL)
+    out = handle.result(timeout=60)  # no exception
+    said = capsys.readouterr().out
+    uncertain = out[out["status"] == "uncertain"]
+    assert len(uncertain) == 8, out["status"].value_counts()
+    others = out[out["status"] != "uncertain"]  # never sent: the sandbox could not be started for them
+    assert set(others["status"]) <= {"error", "skipped"} and others["generation_id"].isna().all()
+    assert others["error"].str.contains("cannot start the embedded sandbox").all()
+    assert uncertain["error"].str.contains("the service may have started it and charged").all()
+    assert uncertain["error"].str.contains("may have reached the service").all()
+    assert handle.progress["uncertain"] == 8 and int(out["credits"].sum()) == 0
+    # Its price varies by quality and the sandbox is gone: no estimate, and no start was answered.
+    assert "8 starts unanswered (possibly charged at a price that could not be learnt" in summary(said)
+    assert "stopped starting rows (cannot start the embedded sandbox" in said
+
+    monkeypatch.setattr(config, "CHECK_SECONDS", 0.0)  # the sweep's first look at the sandbox: now
+    again = frame.mediagen.run("gpt-image-2", quality="low", progress=False)  # it still cannot start
+    assert again["error"].str.contains("cannot start the embedded sandbox").all()
+    assert (again.loc[uncertain.index, "status"] == "uncertain").all()  # still possibly charged
+    assert set(again.loc[others.index, "status"]) <= {"error", "skipped"}
+
+    cannot_start = False
+    kept.ensure(600)  # started again from its state, its fault plan with it: cleared before the re-run
+    faults({})
+    rerun = frame.mediagen.run("gpt-image-2", quality="low", progress=False)
+    assert set(rerun["status"]) == {"succeeded"}
+    ids = [c["resourceId"] for c in charges()]
+    assert len(ids) == len(set(ids)) == len(frame), "every row charged once"
+    assert int(rerun["credits"].sum()) == 3 * len(frame)

@@ -289,9 +289,15 @@ def summary_line(p: Progress) -> str:
     if p.retried:
         money += f", {p.retried} failed rows retried ({p.retried_credits} credits)"
     if p.uncertain:
-        unknown = f" and {p.unpriced} at a price that could not be learnt" if p.unpriced else ""
+        priced = [f"up to {p.possibly} credits"] if p.uncertain > p.unpriced else []
+        if p.unpriced:
+            priced.append(
+                f"{p.unpriced} at a price that could not be learnt"
+                if priced
+                else "at a price that could not be learnt"
+            )
         money += (
-            f", {p.uncertain} starts unanswered (possibly charged up to {p.possibly} credits{unknown}; "
+            f", {p.uncertain} starts unanswered (possibly charged {' and '.join(priced)}; "
             "a re-run resumes them at no cost)"
         )
     return f"mediagen_nb: {p.total} rows: {', '.join(parts)}; {money}"

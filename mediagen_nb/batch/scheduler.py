@@ -7,10 +7,12 @@ delayed by the run time seen so far for that model, so a generation usually cost
 one read.
 
 Money: every start is written to the ledger before it is sent (by the client). A row's failure is
-data and never stops the others; a start refused for money (credits, the key's cap, the budget)
-stops further starts, because every one of them would be refused too. ``cancel()`` stops starting
-but lets the starts already sent get their answer, so :meth:`Sweep.run` returns with no start in
-flight and every charge shown.
+data and never stops the others; a start refused for money (credits, the key's cap, the budget), a
+ledger that cannot be written, or a service that cannot be reached (a sandbox that could not be
+started again) stops further starts, because every one of them would fail too; a start sent without
+an answer is ``uncertain``. ``cancel()`` stops starting but lets the starts already sent get their
+answer, so :meth:`Sweep.run` returns with no start in flight and every charge shown, and never raises
+for what the service or the ledger did.
 """
 
 import asyncio
@@ -27,6 +29,7 @@ from mediagen_nb.client import (
     AuthenticationError,
     BadRequestError,
     BudgetExceeded,
+    ConnectionFailed,
     Generation,
     InsufficientCreditsError,
     KeyCapReachedError,
@@ -36,6 +39,7 @@ from mediagen_nb.client import (
     NotFoundError,
     PermissionDeniedError,
     StartUncertain,
+    processes,
 )
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.protocol import limits, states
@@ -53,7 +57,8 @@ MAX_ATTEMPTS = 20  # retries of one row by retry_failed, over every run
 STARTS_IN_FLIGHT = 8  # start requests awaiting their answer at once (hides latency; the limiter paces)
 UNCERTAIN = "uncertain"  # a row whose start got no answer: it may have been charged; a re-run resumes it
 ROW_DONE = frozenset({states.SUCCEEDED, states.FAILED, "invalid", "error", UNCERTAIN, "skipped"})
-# Whose start a row's generation is: this run's, an earlier run's, or another process's in flight.
+# Whose start a row's generation is: this run's, an earlier run's (this process's, or one that has
+# ended: a killed kernel's), or another running process's (counted there).
 NOW, EARLIER, ELSEWHERE = "now", "earlier", "elsewhere"
 
 
@@ -227,7 +232,10 @@ class Sweep:
         for row in self.rows:
             if row.input is None:
                 self._show(row, Outcome("invalid", error=row.error))
-        await asyncio.to_thread(self.client.settings.check)  # the embedded sandbox: which state it holds
+        try:  # the embedded sandbox: which state it holds (started again if it died)
+            await asyncio.to_thread(self.client.settings.check)
+        except ConnectionFailed as exc:  # it cannot be started: nothing can be, rows ended are still shown
+            self._stop_starting(f"not started: {exc}")
         where = self.client.settings.where
         keys = [row.key for row in valid if row.key]
         known = await asyncio.to_thread(self.ledger.entries, keys, where)
@@ -256,7 +264,7 @@ class Sweep:
         for row in valid:  # the rows this run leaves as they are: not started, or still running
             shown = self.outcomes.get(row.position)
             if shown is None:
-                self._show(row, Outcome("skipped", error=self._stop_reason))
+                self._show(row, self._unstarted(row, self._stop_reason, "skipped"))
             elif shown.status not in ROW_DONE:
                 self._tell(row, shown)
         retried = [p for p in self._retried if not self.outcomes[p].reused]  # started again by this run
@@ -321,10 +329,10 @@ class Sweep:
                     price=price,
                     ledger=self.ledger,
                 )
-        except STOPS_EVERY_START as exc:
+        except (*STOPS_EVERY_START, ConnectionFailed) as exc:  # ConnectionFailed: the service is unreachable
             self._committed -= price or 0
             self._stop_starting(f"not started: {exc}")
-            self._show(row, Outcome("error", error=str(exc)))
+            self._show(row, self._unstarted(row, str(exc)))
             return
         except StartUncertain as exc:
             possibly = exc.credits if exc.credits is not None else await self._price_of(row)
@@ -332,13 +340,9 @@ class Sweep:
             note = f"{exc.message} (its price: {possibly} credits)" if priced else exc.message
             self._show(row, Outcome(UNCERTAIN, error=note, possibly=possibly))
             return
-        except MediagenError as exc:
-            self._committed -= price or 0
-            self._show(row, Outcome("error", error=str(exc)))
-            return
         except Exception as exc:  # a row's bad data must never stop the others
             self._committed -= price or 0
-            self._show(row, Outcome("error", error=str(exc)))
+            self._show(row, self._unstarted(row, str(exc)))
             return
         self._committed += generation.credits_spent - (price or 0)
         if generation.status != states.FAILED:
@@ -352,13 +356,34 @@ class Sweep:
         self._show(row, Outcome("processing", generation.id, credits=generation.credits_spent, origin=origin))
         self._watch_soon(row, generation.id, origin)
 
-    def _origin(self, row: Row) -> str:
-        """Whose start a row's earlier generation is: one an earlier run started (answered, or left
-        unanswered) is that run's; any other start the ledger held (in flight when this run began, or
-        written since) is another process's."""
+    def _unstarted(self, row: Row, error: str | None, status: str = "error") -> Outcome:
+        """A row not started by this run (``status``: its start failed, or it was ``skipped``), with
+        nothing charged now. An earlier run's start of it still shows its generation and what it was
+        charged then; one that got no answer (given up by an earlier run, or left by a process that is
+        gone) is still ``uncertain``."""
         entry = self._known.get(row.key or "")
-        earlier = entry is not None and (bool(entry.resource_id) or (entry.sent_unanswered and entry.error))
-        return EARLIER if earlier else ELSEWHERE
+        if entry is not None and entry.resource_id and entry.trusted(self.client.settings.where):
+            return replace(Outcome.from_entry(entry), status=status, error=error)
+        if entry is not None and entry.sent_unanswered and (entry.error or entry.writer != processes.RUNNING):
+            why = f"{error}; " if error else ""
+            note = f"{why}an earlier start of it got no answer: it may have been charged; a re-run resumes it"
+            return Outcome(UNCERTAIN, error=note, possibly=entry.credits if entry.credits else None)
+        return Outcome(status, error=error)
+
+    def _origin(self, row: Row) -> str:
+        """Whose start a row's reused generation is (the service answered a replay, or it was read).
+
+        An earlier run's when the ledger held its start as this run began: answered, given up as
+        unanswered, or written by this process or by one that has ended (a killed kernel's, which may
+        have sent it). Another process's when that process still runs, or when the start was written
+        since this run began (by this run, whose request the service says another one beat).
+        """
+        entry = self._known.get(row.key or "")
+        if entry is None:
+            return ELSEWHERE
+        if entry.resource_id or entry.error:
+            return EARLIER
+        return ELSEWHERE if entry.writer == processes.RUNNING else EARLIER
 
     async def _price_of(self, row: Row) -> int | None:
         """What an unanswered start may have cost: what a start of the same price class was charged,

@@ -210,6 +210,22 @@ class Settings:
             return Where(EMBEDDED_SERVICE, f"sandbox:{self.embedded.instance}", self.account)
         return Where(EMBEDDED_SERVICE if self.sandbox else instance, instance, self.account)
 
+    def places(self) -> list[tuple[str, str | None]]:
+        """Every (service, instance or None for any) under which the ledger may hold starts of this
+        connection's service: its own, and for the user's kept sandbox both its state (as the embedded
+        sandbox) and its address spelt as a base URL (``localhost`` or ``127.0.0.1``: one spelling)."""
+        where = self.where
+        if self.embedded is not None:
+            return [(where.service, where.instance), (normalize_url(self.embedded.base_url), None)]
+        places: list[tuple[str, str | None]] = [(where.service, None)]
+        if on_this_machine(self.base_url):
+            from mediagen_nb.sandbox import kept
+
+            running = kept.find()
+            if running is not None and normalize_url(running.base_url) == where.instance:
+                places.append((EMBEDDED_SERVICE, f"sandbox:{running.instance}"))
+        return places
+
     def check(self, *, now: bool = False) -> None:
         """For the embedded sandbox: that it runs, and which state it holds (see :meth:`Embedded.check`)."""
         if self.embedded is not None:

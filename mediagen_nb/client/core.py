@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import httpx
 
@@ -53,6 +53,15 @@ class Slot:
     stamp: float
     windows: list[Window]
     skew: float = 0.0
+
+
+class Answer(NamedTuple):
+    """A whole answer: its ``data``, its HTTP status (a start's 201 says this request made it), and
+    whether an earlier try of the same call may have reached the service (then a replay is of it)."""
+
+    data: Any
+    status: int
+    retried: bool = False
 
 
 class Core:
@@ -187,26 +196,42 @@ class Core:
 
     def send(self, call: Call) -> Op[Any]:
         """Send ``call`` under the limiters and the retry policy; return ``data`` (or the raw body)."""
+        return (yield from self.answer(call)).data
+
+    def answer(self, call: Call) -> Op[Answer]:
+        """Send ``call`` under the limiters and the retry policy; its whole answer.
+
+        A try that cannot connect never left this machine, but an earlier try of the same call that
+        got no whole answer may have reached the service: the call then fails as possibly received.
+        """
         if call.kind == START and call.idempotency_key is None and call.replayable:
             call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
         attempt, refused, silent = 0, 0, 0
+        reached: errors.MediagenError | None = None  # an earlier try's error that may have reached it
         while True:
             call, slot = yield from self._reserve(call)
             error: errors.MediagenError
             try:
                 response: httpx.Response = yield call
             except httpx.ConnectError as exc:  # nothing was sent: safe to try again, briefly
-                if refused < len(CONNECT_RETRIES):
-                    if refused == 0 and self.settings.embedded is not None:
-                        yield Record(partial(self.settings.check, now=True))  # died: start it again
-                    yield Pause(CONNECT_RETRIES[refused])
-                    refused += 1
-                    continue
-                raise errors.ConnectionFailed(
-                    f"cannot connect to {self.settings.base_url} ({exc or type(exc).__name__}): check "
-                    "MEDIAGEN_BASE_URL (or base_url=) and that the service is running",
-                    sent=False,
-                ) from None
+                try:
+                    if refused < len(CONNECT_RETRIES):
+                        if refused == 0 and self.settings.embedded is not None:
+                            yield Record(partial(self.settings.check, now=True))  # died: start it again
+                        yield Pause(CONNECT_RETRIES[refused])
+                        refused += 1
+                        continue
+                    raise errors.ConnectionFailed(
+                        f"cannot connect to {self.settings.base_url} ({exc or type(exc).__name__}): check "
+                        "MEDIAGEN_BASE_URL (or base_url=) and that the service is running",
+                        sent=False,
+                    ) from None
+                except errors.ConnectionFailed as failed:
+                    if reached is None or failed.sent:
+                        raise
+                    raise errors.ConnectionFailed(
+                        f"{failed.message}; an earlier try ({reached.message}) may have reached the service"
+                    ) from None
             except httpx.TransportError as exc:
                 what = f"{call.method} {path(call.endpoint, **call.params)}"
                 if isinstance(exc, httpx.TimeoutException):
@@ -224,12 +249,14 @@ class Core:
                     self.latency.record(spread)
                     yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
-                    return _decode(call, response)
+                    return Answer(_decode(call, response), response.status_code, reached is not None)
                 else:
                     error = errors.from_response(response.status_code, response.content)
                     if isinstance(error, errors.RateLimitError):
                         self._penalize(call, error)
             ambiguous = isinstance(error, (errors.ConnectionFailed, errors.ServerError))
+            if ambiguous:
+                reached = error
             wait = None if ambiguous and not call.replayable else self.retry.delay(error, attempt, self._rng)
             if wait is None:
                 raise error from None

@@ -8,9 +8,14 @@ as reads come back. So a Ctrl-C, a crash, a kernel restart or a double click nev
 next attempt finds the key and resumes. Rows are per (key, instance): the same ask on two services
 is two rows, and the same service spelt two ways (``localhost``, ``127.0.0.1``) is one.
 
+Every row names the process that wrote it (:mod:`.processes`), so a start left unanswered by a process
+that is gone (a killed kernel) is told from one another process is sending right now.
+
 Every call may block on SQLite (another process may hold the file), so async callers run it in a
-thread (the engine's ``Record`` step); a file that stays locked, is read-only or is not a ledger
-raises one :class:`LedgerError` naming the file and the fix, before anything is charged.
+thread (the engine's ``Record`` step). A write lock another process holds is waited for (up to
+``lock_wait``, saying so once): a sweep goes on when it frees. A file that stays locked longer, is
+read-only or is not a ledger raises one :class:`LedgerError` naming the file and the fix, before
+anything is charged.
 """
 
 import errno
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mediagen_nb.client import processes
 from mediagen_nb.client.config import Where
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import MediagenError, mask
@@ -36,13 +42,17 @@ from mediagen_nb.client.ledger_schema import (  # noqa: F401  (the kinds of star
     JOB,
     REPLICATION,
     SCHEMA,
+    add_columns,
     import_sweep_rows,
 )
 from mediagen_nb.client.settings import ENV_LEDGER, ledger_path
 from mediagen_nb.protocol import states
+from mediagen_nb.protocol.clock import REAL, Clock
 
-LOCK_WAIT = 30.0  # seconds to wait for another process's write before giving up
-LOCK_NOTICE = 1.0  # after this long, say that we are waiting and for what
+LOCK_WAIT = 600.0  # seconds a call waits for another process's write lock before giving up
+LOCK_NOTICE = 1.0  # after this long, say (once) that we are waiting and for what
+BUSY_MS = 100  # SQLite's own wait for a lock, per statement; longer waits are the ledger's, on its clock
+PAUSES = (0.05, 1.0)  # seconds between tries while locked: the first, doubling up to the last
 
 T = TypeVar("T")
 
@@ -110,6 +120,7 @@ class Entry:
     resource: Any  # the last wire object read of it (a Generation's data, ...), or None
     started_at: float
     updated_at: float
+    owner: str | None = None  # the process that wrote it (processes.me()); None in older ledgers
 
     @property
     def final(self) -> bool:
@@ -119,6 +130,11 @@ class Entry:
     def sent_unanswered(self) -> bool:
         """Written before sending, with no answer recorded: it may or may not have started."""
         return self.status == STARTING
+
+    @property
+    def writer(self) -> str:
+        """Whose row it is: ``processes.THIS``, ``GONE`` (its process has ended) or ``RUNNING``."""
+        return processes.whose(self.owner)
 
     def trusted(self, where: Where) -> bool:
         """Reusable without asking the service: same instance and account, so its id is surely valid."""
@@ -134,6 +150,11 @@ class Entry:
         return cls(*values)
 
 
+def _duration(seconds: float) -> str:
+    """``10 min``, ``45 s``: how long a wait may last, for a message."""
+    return f"{seconds / 60:g} min" if seconds >= 120 else f"{seconds:g} s"
+
+
 def _disk_full(exc: BaseException) -> bool:
     """SQLite's or the system's "no space left" (a full disk, a quota, a file size limit)."""
     if isinstance(exc, OSError):
@@ -144,14 +165,18 @@ def _disk_full(exc: BaseException) -> bool:
 class Ledger:
     """The ledger at ``path`` (default: ``MEDIAGEN_LEDGER``, else the user's own)."""
 
-    def __init__(self, path: str | Path | None = None, *, lock_wait: float = LOCK_WAIT) -> None:
-        """Open (or create) the ledger; ``lock_wait``: seconds to wait for another process's lock."""
+    def __init__(
+        self, path: str | Path | None = None, *, lock_wait: float = LOCK_WAIT, clock: Clock = REAL
+    ) -> None:
+        """Open (or create) the ledger; ``lock_wait``: seconds of ``clock`` to wait for another process's
+        write lock before a call fails."""
         self.path = Path(path).expanduser() if path is not None else ledger_path()
         self.lock_wait = lock_wait
+        self.clock = clock
         self._lock = threading.Lock()
         self._waiting = False  # another process holds the file: said once, until a call gets through
         self._stuck = False  # a call waited lock_wait in vain: the next ones try once, until one succeeds
-        self._busy = int(LOCK_NOTICE * 1000)  # SQLite's own wait for a lock, in ms (the connection's)
+        self._busy = BUSY_MS if clock is REAL else 0  # SQLite's own wait for a lock, in ms (the connection's)
         self._db = self._attempt(self._open)
 
     def __repr__(self) -> str:
@@ -161,11 +186,13 @@ class Ledger:
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=LOCK_NOTICE)
+        busy = BUSY_MS / 1000 if self.clock is REAL else 0.0  # SQLite's own wait is on real time
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=busy)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across a process crash
             db.executescript(SCHEMA)
+            add_columns(db)
             import_sweep_rows(db)
             db.execute("BEGIN IMMEDIATE")  # can we write? (a lock held elsewhere shows now, not mid-start)
             db.execute("COMMIT")
@@ -183,7 +210,8 @@ class Ledger:
             )
         if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
             fix = "another process holds it: let it finish, or use another file (ledger= or MEDIAGEN_LEDGER)"
-            return LedgerError(f"ledger {self.path} is locked: {fix}")
+            held = f" (waited {self.lock_wait:g} s)" if self._stuck and self.lock_wait else ""
+            return LedgerError(f"ledger {self.path} is locked{held}: {fix}")
         if "readonly" in text or isinstance(exc, OSError) or "unable to open" in text:
             return LedgerError(
                 f"ledger {self.path} cannot be written ({text}): make the folder writable, "
@@ -197,29 +225,35 @@ class Ledger:
         return LedgerError(f"ledger {self.path}: {text}")
 
     def _attempt(self, fn: Callable[[], T], *, write: bool = True) -> T:
-        """Run ``fn``, waiting up to ``lock_wait`` for another process's lock, and saying so once.
+        """Run ``fn``, waiting up to ``lock_wait`` (on the ledger's clock) for another process's write
+        lock, and saying so once, so a sweep goes on starting rows when the lock frees.
 
         Once a call has waited in vain, the next ones try once and fail at once (a sweep stops
         starting rows without waiting again for every row), until a write gets through (reads
         go on under another's write lock, so they say nothing of it).
         """
-        deadline = time.monotonic() + (0.0 if self._stuck else self.lock_wait)
+        began = self.clock.monotonic()
+        limit = 0.0 if self._stuck else self.lock_wait
+        pause = PAUSES[0]
         while True:
             try:
                 result = fn()
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) and "busy" not in str(exc):
                     raise self._fail(exc) from None
-                if time.monotonic() >= deadline:
+                waited = self.clock.monotonic() - began
+                if waited >= limit:
                     self._stuck = True
                     raise self._fail(exc) from None
-                if not self._waiting:
+                if waited >= min(LOCK_NOTICE, limit / 2) and not self._waiting:
                     self._waiting = True
                     print(
-                        f"mediagen_nb: waiting for the ledger {self.path}: another process is writing it "
-                        f"(up to {self.lock_wait:g} s)",
+                        f"mediagen_nb: waiting for the ledger {self.path}: another process holds its write "
+                        f"lock; going on when it frees (up to {_duration(self.lock_wait)})",
                         file=sys.stderr,
                     )
+                self.clock.sleep(min(pause, limit - waited))
+                pause = min(pause * 2, PAUSES[1])
             except (sqlite3.Error, OSError) as exc:
                 raise self._fail(exc) from None
             else:
@@ -228,8 +262,9 @@ class Ledger:
                 return result
 
     def _execute(self, sql: str, args: Iterable[Any]) -> sqlite3.Cursor:
-        """One statement; SQLite itself waits LOCK_NOTICE for a lock, or not at all once stuck."""
-        busy = 0 if self._stuck else int(LOCK_NOTICE * 1000)
+        """One statement; SQLite itself waits BUSY_MS for a lock (real time: on another clock, every wait
+        is the ledger's), or not at all once stuck."""
+        busy = 0 if self._stuck or self.clock is not REAL else BUSY_MS
         if busy != self._busy:
             self._db.execute(f"PRAGMA busy_timeout = {busy}")
             self._busy = busy
@@ -270,15 +305,17 @@ class Ledger:
     ) -> bool:
         """Write a start before it is sent; True when this call wrote it (the start is this process's).
 
-        A row already there (an earlier run's, or another process's start in flight) keeps its id and
-        status, and the start is theirs: False. Deciding it is one atomic write, so two processes
-        sending the same start never both claim it. ``replaces``: the row's resource id, which the
-        service no longer knows (a restarted sandbox): the row is written anew, as this start's.
+        A row already there (an earlier run's, or another process's start in flight) keeps its id,
+        status and writer: False. Deciding it is one atomic write, so two processes sending the same
+        start never both write it; whose charge it is, the service's answer says (:meth:`started`).
+        ``replaces``: the row's resource id, which the service no longer knows (a restarted sandbox):
+        the row is written anew, as this start's.
         """
         now = time.time()
+        fresh = (STARTING, credits, int(credits_known), now, now, processes.me())  # status ... owner
         written = self._changed(
             f"INSERT INTO starts ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, '[]', "
-            "NULL, NULL, NULL, ?, ?) ON CONFLICT(key, instance) DO NOTHING",
+            "NULL, NULL, NULL, ?, ?, ?) ON CONFLICT(key, instance) DO NOTHING",
             (
                 key,
                 where.instance,
@@ -290,19 +327,15 @@ class Ledger:
                 ask,
                 variation,
                 _json(input),
-                STARTING,
-                credits,
-                int(credits_known),
-                now,
-                now,
+                *fresh,
             ),
         )
         if not written and replaces is not None:
             written = self._changed(
                 "UPDATE starts SET resource_id=NULL, status=?, credits=?, credits_known=?, urls='[]', "
-                "error=NULL, elapsed_s=NULL, resource=NULL, started_at=?, updated_at=? "
+                "error=NULL, elapsed_s=NULL, resource=NULL, started_at=?, updated_at=?, owner=? "
                 "WHERE key=? AND instance=? AND resource_id=?",
-                (STARTING, credits, int(credits_known), now, now, key, where.instance, replaces),
+                (*fresh, key, where.instance, replaces),
             )
         if not written:
             self._run("UPDATE starts SET updated_at=? WHERE key=? AND instance=?", (now, key, where.instance))
@@ -318,11 +351,17 @@ class Ledger:
         *,
         credits_known: bool = True,
         resource: Mapping[str, Any] | None = None,
+        made: bool = True,
     ) -> None:
-        """The answer of a start: its resource id and charge, owned by this connection's account."""
+        """The answer of a start: its resource id and charge, owned by this connection's account.
+
+        ``made``: this process's request made it (the service's answer was no replay), so the row is
+        this process's start from now on, whoever wrote its intent.
+        """
         self._run(
             "UPDATE starts SET resource_id=?, status=?, credits=?, credits_known=?, error=NULL, account=?, "
-            "resource=COALESCE(?, resource), updated_at=? WHERE key=? AND instance=?",
+            "resource=COALESCE(?, resource), updated_at=?, owner=CASE WHEN ? THEN ? ELSE owner END "
+            "WHERE key=? AND instance=?",
             (
                 resource_id,
                 status,
@@ -331,6 +370,8 @@ class Ledger:
                 where.account,
                 _answer(resource),
                 time.time(),
+                int(made),
+                processes.me(),
                 key,
                 where.instance,
             ),
@@ -340,7 +381,7 @@ class Ledger:
         """Copy an earlier start to this instance and account, once this connection has read it fine."""
         now = time.time()
         self._run(
-            f"INSERT INTO starts ({COLUMNS}) VALUES ({', '.join('?' * 20)}) "
+            f"INSERT INTO starts ({COLUMNS}) VALUES ({', '.join('?' * 21)}) "
             "ON CONFLICT(key, instance) DO UPDATE SET account=excluded.account, "
             "updated_at=excluded.updated_at",
             (
@@ -364,6 +405,7 @@ class Ledger:
                 _answer(entry.resource),
                 entry.started_at,
                 now,
+                entry.owner,
             ),
         )
 
@@ -486,6 +528,56 @@ class Ledger:
             }
             for model, kind, via, status, runs, credits, known in rows
         ]
+
+    def account_usage(
+        self, since: float, account: str, places: Iterable[tuple[str, str | None]]
+    ) -> dict[str, tuple[int, int]]:
+        """Runs and credits of ``account``'s starts since ``since`` (Unix time), without failures, at
+        ``places``: (service, instance or None for any) pairs, every spelling of one service.
+
+        By figure: ``charged`` (what the service said it charged, or will not say: ``estimated`` of
+        those), ``in_flight`` (work the service charges as it runs, not ended: its start's estimate),
+        ``running`` (charged starts not ended yet), ``possibly`` (starts never answered), and
+        ``other_keys``: starts at the same places made as another account (other keys: an earlier key
+        of the same account, or another account's), answered or in flight.
+        """
+        pairs = list(places)
+        where = " OR ".join("(service=? AND (? IS NULL OR instance=?))" for _ in pairs) or "0"
+        final = ",".join("?" * len(states.FINAL))
+        rows = self._run(
+            "SELECT account=?, CASE WHEN status=? THEN 'possibly' "
+            f"WHEN credits_known=0 AND status NOT IN ({final}) THEN 'in_flight' ELSE 'charged' END, "
+            f"status IN ({final}), credits_known, COUNT(*), SUM(credits) FROM starts "
+            f"WHERE started_at>=? AND status!=? AND ({where}) GROUP BY 1, 2, 3, 4",
+            (
+                account,
+                STARTING,
+                *sorted(states.FINAL),
+                *sorted(states.FINAL),
+                since,
+                states.FAILED,
+                *(value for service, instance in pairs for value in (service, instance, instance)),
+            ),
+            write=False,
+        )
+        names = ("charged", "estimated", "in_flight", "running", "possibly", "other_keys")
+        figures = dict.fromkeys(names, (0, 0))
+
+        def add(name: str, runs: int, credits: int) -> None:
+            figures[name] = (figures[name][0] + runs, figures[name][1] + credits)
+
+        for mine, figure, ended, known, runs, credits in rows:
+            credits = int(credits or 0)
+            if not mine:
+                if figure != "possibly":
+                    add("other_keys", runs, credits)
+                continue
+            add(figure, runs, credits)
+            if figure == "charged" and not known:
+                add("estimated", runs, credits)
+            if figure == "charged" and not ended:
+                add("running", runs, credits)
+        return figures
 
     def close(self) -> None:
         with self._lock:

@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS starts (
     resource TEXT,
     started_at REAL NOT NULL,
     updated_at REAL NOT NULL,
+    owner TEXT,
     PRIMARY KEY (key, instance)
 );
 CREATE INDEX IF NOT EXISTS starts_by_key ON starts (key, service);
@@ -42,8 +43,21 @@ CREATE INDEX IF NOT EXISTS starts_by_month ON starts (service, started_at);
 """
 COLUMNS = (
     "key, instance, service, account, kind, via, model_id, ask, variation, input, resource_id, status, "
-    "credits, credits_known, urls, error, elapsed_s, resource, started_at, updated_at"
+    "credits, credits_known, urls, error, elapsed_s, resource, started_at, updated_at, owner"
 )
+ADDED = {"owner": "TEXT"}  # columns a file of an earlier version lacks: added on open, NULL in its rows
+
+
+def add_columns(db: sqlite3.Connection) -> None:
+    """Give a ledger of an earlier version the columns it lacks (each row of it keeps what it had)."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(starts)")}
+    for name, kind in ADDED.items():
+        if name not in have:
+            try:
+                db.execute(f"ALTER TABLE starts ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):  # another process added it a moment ago
+                    raise
 
 
 def import_sweep_rows(db: sqlite3.Connection) -> None:
@@ -59,7 +73,7 @@ def import_sweep_rows(db: sqlite3.Connection) -> None:
         instance = normalize_url(base_url)
         db.execute(
             f"INSERT OR IGNORE INTO starts ({COLUMNS}) VALUES "
-            "(?, ?, ?, '', ?, 'sweep', ?, NULL, 1, ?, ?, ?, ?, 1, ?, ?, ?, NULL, ?, ?)",
+            "(?, ?, ?, '', ?, 'sweep', ?, NULL, 1, ?, ?, ?, ?, 1, ?, ?, ?, NULL, ?, ?, NULL)",
             (key, instance, instance, GENERATION, model_id, *outcome),
         )
     db.execute("ALTER TABLE rows RENAME TO rows_imported")

@@ -2,10 +2,11 @@
 
 A start is, in order: its Idempotency-Key (derived from what is asked, or given, or new), an earlier
 start of the same key resumed at no charge, its price held against the session budget, its intent
-written to the ledger, the request sent, the answer read and recorded. A start the ledger already
-held (an earlier run's, or another process's in flight) is sent too (the service answers with the
-same resource) but is theirs: this process neither pays for it nor counts it. So a new paid
-endpoint is one :class:`Start`: what it asks, how it is sent, read and recorded.
+written to the ledger, the request sent, the answer read and recorded. Whose charge a start is, the
+service's answer says: a resource this request made is this process's (it pays for it and counts
+it), whoever wrote the intent (an earlier run left unanswered, a killed kernel that never sent it);
+a replay (what an earlier request with the key made) is reuse, counted where that request was made.
+So a new paid endpoint is one :class:`Start`: what it asks, how it is sent, read and recorded.
 """
 
 import uuid
@@ -18,7 +19,7 @@ from mediagen_nb.client import errors, idempotency
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
 from mediagen_nb.client.context import PROCESS, notice
-from mediagen_nb.client.core import Core
+from mediagen_nb.client.core import Answer, Core
 from mediagen_nb.client.steps import Call, Op, Record
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import states
@@ -106,6 +107,13 @@ class Hold:
 
     budget: int | None
     ours: bool = True
+
+
+def replayed(answered: Answer) -> bool:
+    """Whether the service answered a start with what an earlier request with its Idempotency-Key made
+    (charged then, reused now) rather than with a resource this call made: the spec answers a start 201,
+    and the sandbox a replay 200. A replay after a try of this call that got no answer is of that try."""
+    return answered.status != 201 and not answered.retried
 
 
 class Starts:
@@ -209,8 +217,9 @@ class Starts:
         A refused start drops its intent and hold (nothing was charged). A start that got no answer
         after every retry, or an answer ``parse`` refuses, keeps both and raises
         :class:`StartUncertain`: it may have been charged, and sending it again with its key resumes
-        it at no cost. A start the ledger already held is sent too (the answer is the same resource)
-        but its intent is left to whoever wrote it.
+        it at no cost. A start the ledger already held is sent too and its intent is left to whoever
+        wrote it (a refusal drops none). The hold is charged when this request made the resource,
+        and released when the answer is a replay.
         """
         core, key = self.core, found.key
         hold = None
@@ -237,7 +246,8 @@ class Starts:
             core.budget.release(hold)
             raise
         try:
-            answer = yield from core.send(start.request(key))
+            answered = yield from core.answer(start.request(key))
+            answer = answered.data
             resource = start.parse(answer)  # an answer without a usable id is no answer: still uncertain
         except (errors.ConnectionFailed, errors.ServerError, errors.ServiceResponseError) as exc:
             if isinstance(exc, errors.ConnectionFailed) and not exc.sent:  # never left this machine
@@ -262,9 +272,10 @@ class Starts:
                 yield Record(partial(book.refused, key, core.where))
             raise
         # Anything else (a Ctrl-C, a cancelled task) leaves the intent and the hold: it may have started.
-        if not ours:
+        made = not replayed(answered)
+        if not made:
             core.budget.release(hold)
-        return resource, answer, Hold(hold if ours else None, ours)
+        return resource, answer, Hold(hold if made else None, made)
 
     def _record(
         self, key: str, hold: Hold, book: ledgers.Ledger, resource_id: str, seen: Recorded
@@ -289,6 +300,7 @@ class Starts:
                     seen.credits,
                     credits_known=seen.credits_known,
                     resource=seen.resource,
+                    made=hold.ours,
                 )
             )
         except ledgers.LedgerError as exc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import os
 import shutil
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pytest
+from _locks import HeldLock, LedgerClock
 from _wait import wait_until
 
 import mediagen_nb
@@ -178,33 +178,77 @@ def test_two_processes_on_one_sweep_each_claim_only_their_own_starts(
     assert sum(p["elsewhere"] for p in progress) > 0, "the two sweeps never overlapped: nothing was tested"
 
 
-def test_a_ledger_locked_mid_sweep_stops_starting_and_names_the_rows_charged(
-    make_service: ServiceFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Another process takes the ledger's write lock after 20 rows and keeps it: the sweep waits for
-    it with one message, then stops starting rows; every row the sandbox charged shows its charge
-    (none is an ``error`` at 0), the line after the summary names them and their credits, and the
-    re-run, once the lock is gone, starts the rest and pays for nothing twice."""
-    service = make_service(time_scale=60.0)  # 60 starts a real second: 120 rows take about 2 s
-    path, df = tmp_path / "ledger.sqlite", frame(120).assign(quality="low")  # 3 credits a row
-    Ledger(path).close()
-    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+def locked_after_20_rows(service: Service, held: HeldLock) -> threading.Thread:
+    """A thread that takes ``held`` once the sandbox has charged 20 rows, as another process's long write
+    would take the ledger's write lock mid-sweep."""
 
     def lock() -> None:
         wait_until(lambda: len(service.charges()) >= 20, 60, "20 rows charged")
-        holder.execute("BEGIN EXCLUSIVE")  # as another process's long write would hold it
+        held.take()
 
     locker = threading.Thread(target=lock, daemon=True)
     locker.start()
+    return locker
+
+
+def test_a_ledger_locked_for_a_while_is_waited_for_and_the_sweep_goes_on(
+    make_service: ServiceFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process holds the ledger's write lock 45 s (on the ledger's manual clock) from the 20th
+    row: the sweep waits with one line and goes on starting rows when it frees (before: it stopped
+    after 30 s, 92 of 150 rows skipped); its re-run calls none of its rows another process's."""
+    service = make_service(time_scale=60.0)  # 60 starts a real second: 120 rows take about 2 s
+    path, df = tmp_path / "ledger.sqlite", frame(120).assign(quality="low")  # 3 credits a row
+    Ledger(path).close()
+    held = HeldLock(path)
+    locker = locked_after_20_rows(service, held)
+    clock = LedgerClock(at=45.0, then=held.free)
+    try:
+        handle = df.mediagen.submit(
+            MODEL, client=service.client, ledger=Ledger(path, clock=clock), progress=False
+        )
+        out = handle.result(timeout=120)
+    finally:
+        locker.join(60)
+        held.close()
+    assert held.freed_at is not None and held.freed_at >= 45.0, "the lock was never waited 45 s for"
+    printed = capsys.readouterr()
+    assert printed.err.count("waiting for the ledger") == 1
+    assert (out["status"] == "succeeded").all(), out["status"].value_counts()
+    assert int(out["credits"].sum()) == handle.progress["spent"] == service.net_spent() == 3 * 120
+    assert max(service.charges().values()) == 1
+
+    again = df.mediagen.submit(MODEL, client=service.client, ledger=path, progress=False)
+    rerun = again.result(timeout=120)
+    assert rerun["generation_id"].tolist() == out["generation_id"].tolist()
+    assert again.progress["spent"] == again.progress["elsewhere"] == 0
+    assert "another process" not in summary(capsys.readouterr().out)
+
+
+def test_a_ledger_locked_too_long_stops_starting_and_names_the_rows_charged(
+    make_service: ServiceFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another process takes the ledger's write lock after 20 rows and keeps it: the sweep waits for
+    it with one message, up to ``lock_wait`` on the ledger's clock, then stops starting rows; every row
+    the sandbox charged shows its charge (none is an ``error`` at 0), the line after the summary names
+    them and their credits, and the re-run, once the lock is gone, starts the rest, pays for nothing
+    twice, and calls none of the first pass's rows another process's (this process wrote them)."""
+    service = make_service(time_scale=60.0)  # 60 starts a real second: 120 rows take about 2 s
+    path, df = tmp_path / "ledger.sqlite", frame(120).assign(quality="low")  # 3 credits a row
+    Ledger(path).close()
+    held = HeldLock(path)
+    locker = locked_after_20_rows(service, held)
     try:
         out = df.mediagen.run(
-            MODEL, client=service.client, ledger=Ledger(path, lock_wait=2.0), progress=False
+            MODEL,
+            client=service.client,
+            ledger=Ledger(path, lock_wait=60.0, clock=LedgerClock()),
+            progress=False,
         )
     finally:
         locker.join(60)
         charged = service.net_spent()
-        holder.execute("ROLLBACK")
-        holder.close()
+        held.close()
     printed = capsys.readouterr()
     assert printed.err.count("waiting for the ledger") == 1
     counts = out["status"].value_counts().to_dict()
@@ -221,11 +265,14 @@ def test_a_ledger_locked_mid_sweep_stops_starting_and_names_the_rows_charged(
     assert f"{len(rows)} rows were charged ({charged} credits: rows {', '.join(map(str, rows[:30]))}" in stop
     assert f"{counts['skipped']} rows were not started" in stop
 
-    again = df.mediagen.run(MODEL, client=service.client, ledger=path, progress=False)
-    assert (again["status"] == "succeeded").all()
+    again = df.mediagen.submit(MODEL, client=service.client, ledger=path, progress=False)
+    rerun = again.result(timeout=120)
+    assert (rerun["status"] == "succeeded").all()
     assert service.net_spent() == 3 * 120 and max(service.charges().values()) == 1
     kept = out[out["credits"] > 0]
-    assert again.loc[kept.index, "generation_id"].tolist() == kept["generation_id"].tolist()
+    assert rerun.loc[kept.index, "generation_id"].tolist() == kept["generation_id"].tolist()
+    assert again.progress["elsewhere"] == 0 and again.progress["spent"] == 3 * 120 - charged
+    assert "another process" not in summary(capsys.readouterr().out)
 
 
 FULL_DISK_CHILD = textwrap.dedent(

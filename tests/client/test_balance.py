@@ -16,11 +16,14 @@ from _shared import environment, run_mediagen
 
 import mediagen_nb as mg
 from mediagen_nb.client import connection
+from mediagen_nb.client.agent import Usage
+from mediagen_nb.client.balance import Balance
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 RUN = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse", "quality": "low"}}
+LINK = "https://www.tiktok.com/@someone/video/7"
 
 
 @pytest.fixture(autouse=True)
@@ -245,3 +248,96 @@ def test_on_a_sandbox_in_another_month_the_ledger_is_not_compared(served: Sandbo
     grants = [e["credits"] for e in ledger(base) if e["kind"] == "grant"]  # each month turned: the plan's
     assert grants and set(grants) == {3000}
     assert found.remaining == balance(base) == 3000 - 3 + sum(grants)
+
+
+def test_runs_under_every_spelling_of_this_machine_s_sandbox_are_this_machine_s(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 39: runs started on the kept sandbox by its address (``localhost``, ``127.0.0.1``) were
+    "not started from this machine's ledger" to the embedded sandbox's balance, and the other way round.
+    The ledger's side is this account's starts on this sandbox, however its address was spelt."""
+    monkeypatch.setenv("MEDIAGEN_TIME_SCALE", "600")
+    with mg.Client(sandbox=True) as embedded:
+        embedded.generate("gpt-image-2", prompt="a fox", quality="low")
+        port = embedded.base_url.rsplit(":", 1)[1]
+        key = embedded.settings.keys[0].reveal()
+        spelt = [mg.Client(key, base_url=f"http://{host}:{port}") for host in ("localhost", "127.0.0.1")]
+        for n, client in enumerate(spelt):
+            client.generate("gpt-image-2", prompt=f"a fox, take {n}", quality="low")
+        for client in (embedded, *spelt):
+            found = mg.balance(client)
+            assert (found.usage.month_credits, found.usage.month_runs) == (9, 3)
+            assert (found.ledger_credits, found.ledger_runs) == (9, 3), client.base_url
+            assert "agree" in found.explained()[0]
+        for client in spelt:
+            client.close()
+
+
+@pytest.fixture
+def manual() -> Iterator[Sandbox]:
+    """A sandbox served on 127.0.0.1 whose clock stands still unless a client's waits move it."""
+    with Sandbox(SandboxConfig(clock="manual", seed=1)) as sandbox:
+        yield sandbox
+
+
+NEGATIVE = re.compile(r"(?<![\w-])-\d")
+
+
+def test_a_render_in_flight_is_said_apart_and_no_figure_is_negative(
+    manual: Sandbox, tmp_path: Path, own_ledger: Path
+) -> None:
+    """Issue 39: with a replica render in flight (the ledger holds its estimate, the account what its
+    clips have charged so far) the balance said "-100 credits ... were not started from this machine's
+    ledger". Now the render is said to be in flight, beside figures that are all counts."""
+    base = manual.base_url
+    assert base is not None
+    with mg.Client.for_sandbox(manual) as client:
+        analysis = client.wait_analysis(client.analyze(LINK), poll=5, timeout=3 * 3600)
+        run = client.replicate(analysis.id, quality="high")  # 15 clips, estimated at 300 credits
+        assert run.status == "generating"
+        assert httpx.post(base + path("sandbox_app_runs"), json={"credits": 7}).status_code == 201
+        found = mg.balance(client)
+    charged = sum(e["credits"] for e in ledger(base) if e["kind"] == "charge")
+    assert found.usage.month_credits == charged and 5 + 7 < charged < 5 + 7 + 300  # clips charged so far
+    assert (found.ledger_credits, found.ledger_runs) == (5, 1)  # the analysis: the render is in flight
+    assert (found.in_flight_runs, found.in_flight_credits) == (1, 300)
+    text = str(found)
+    assert not NEGATIVE.search(text), text
+    assert "in flight here: 1 run the service charges as it renders" in text and "300 credits" in text
+    assert "at least 1 run was started elsewhere" in text  # the web app's, beyond the render's one run
+
+    env = environment(
+        **manual.client_env(), MEDIAGEN_LEDGER=str(own_ledger)
+    )  # `mediagen balance`, same ledger
+    document = json.loads(run_mediagen("balance", "--json", env=env, cwd=tmp_path).stdout)
+    assert document["inFlight"] == {"running": 0, "renders": 1, "estimatedCredits": 300}
+    assert not any(NEGATIVE.search(line) for line in document["explained"])
+
+
+def test_figures_of_both_signs_are_each_said_as_a_count() -> None:
+    """More runs on the account than in the ledger, fewer credits (a refund the ledger has not read, and
+    a web-app run): each is said on its side, never as a negative figure."""
+    usage = Usage(
+        remaining_credits=2990, month_credits=4, month_runs=3, month_api_runs=2, top_up_url="https://x"
+    )
+    found = Balance(usage, "the service", "May 2026", 2, 9, 0, 0, ledger_month="2026-05")
+    said = " ".join(found.explained())
+    assert not NEGATIVE.search(said) and not NEGATIVE.search(str(found)), said
+    assert "1 run on the account was not started from this machine's ledger" in said
+    assert "this ledger holds 5 credits the account does not count" in said
+
+
+def test_starts_with_another_key_are_said_apart(served: Sandbox, client: mg.Client) -> None:
+    """The ledger's side is this account's starts (its keys); what the ledger holds on this service with
+    another key (an earlier key of the account, or another account's) is named apart, not dropped."""
+    base = served.base_url
+    assert base is not None
+    client.generate("gpt-image-2", prompt="a fox", quality="low")
+    other = httpx.post(base + path("sandbox_keys"), json={"name": "a second key"}).json()["data"]["key"]
+    with mg.Client(other, base_url=base) as second:
+        second.generate("gpt-image-2", prompt="a hare", quality="low")
+    found = mg.balance(client)
+    assert (found.ledger_credits, found.ledger_runs) == (3, 1) and found.other_keys == (1, 3)
+    assert (found.usage.month_credits, found.usage.month_runs) == (6, 2)  # the same account: both keys
+    said = found.explained()
+    assert any(line.startswith("not counted above: 3 credits and 1 run this ledger holds") for line in said)

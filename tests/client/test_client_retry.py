@@ -219,6 +219,43 @@ def test_start_survives_429_500_503_and_drop_with_one_key_and_one_charge(
     assert refunded["resourceId"] not in world.generations.items
 
 
+class GoneAfterOneStart(httpx.HTTPTransport):
+    """Real HTTP until one start has been sent; then the service refuses connections (it went away)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == RUN_PATH:
+            self.starts += 1
+            if self.starts > 1:
+                raise httpx.ConnectError("connection refused", request=request)
+        return super().handle_request(request)
+
+
+def test_a_start_whose_service_goes_away_after_a_try_reached_it_stays_possibly_charged(
+    fast_served: Sandbox,
+) -> None:
+    """The first try is processed (charged) and its answer lost; every later try cannot connect. That
+    start was possibly charged: StartUncertain, its intent kept (before: "cannot connect", the intent
+    dropped as if nothing had been sent). Sending it again resumes it at no charge."""
+    control = Control(fast_served)
+    control.faults(script=["drop"], routes=["run"])
+    key = "gone-after-one-try"
+    with (
+        httpx.Client(transport=GoneAfterOneStart()) as http,
+        Client.for_sandbox(fast_served, http_client=http) as c,
+        pytest.raises(StartUncertain, match="may have reached the service"),
+    ):
+        c.run("gpt-image-2", IMAGE, idempotency_key=key)
+    [charged] = [e for e in control.ledger() if e["kind"] == "charge"]
+    with Client.for_sandbox(fast_served) as c:
+        again = c.run("gpt-image-2", IMAGE, idempotency_key=key)
+    assert again.id == charged["resourceId"] and again.reused
+    assert [e["kind"] for e in control.ledger()] == ["charge"]
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("served", [False, True], ids=["in-process", "served"])
 async def test_async_start_keeps_one_idempotency_key_and_one_charge(served: bool) -> None:
