@@ -129,7 +129,9 @@ class Sandbox:
             sock.close()  # a busy port: do not leak the socket
             raise
         server = uvicorn.Server(
-            uvicorn.Config(self.app, log_level="warning", lifespan="on", timeout_keep_alive=30)
+            uvicorn.Config(
+                self.app, log_level="warning", lifespan="on", timeout_keep_alive=30, date_header=False
+            )
         )
         thread = threading.Thread(
             target=server.run, kwargs={"sockets": [sock]}, name="mediagen-sandbox", daemon=True

@@ -10,7 +10,7 @@ catalog: models added and removed, listed prices, pricing types, ``varies_by`` a
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import tls, wire
+from mediagen_nb.protocol import paging, tls, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox.catalog import BUNDLED, Catalog
 from mediagen_nb.sandbox.catalog import snapshot as snapshots
@@ -32,11 +32,13 @@ class SyncError(Exception):
     """The catalog could not be read or kept; the message names the address or file and the fix."""
 
 
-def _answer(http: httpx.Client, url: str, *, text: bool = False) -> Any:
+def _answer(
+    http: httpx.Client, url: str, *, text: bool = False, params: Mapping[str, str] | None = None
+) -> Any:
     """One catalog answer: ``data`` of the envelope (the whole document for openapi.json, the text of
     llms.txt), read within the size cap."""
     try:
-        with http.stream("GET", url) as response:
+        with http.stream("GET", url, params=params) as response:
             if response.status_code != 200:
                 raise SyncError(f"GET {url} answered {response.status_code}: is that the service's address?")
             body, size = [], 0
@@ -62,19 +64,37 @@ def _answer(http: httpx.Client, url: str, *, text: bool = False) -> Any:
 
 
 def fetch(base_url: str, names: wire.Names, http: httpx.Client) -> dict[str, Any]:
-    """Every catalog answer of the service at ``base_url``: ``list``, ``details`` by id, ``openapi``,
-    ``llms`` (no key is sent: the client has none)."""
+    """Every catalog answer of the service at ``base_url``: ``list`` (every page of it, as one list),
+    ``details`` by id, ``openapi``, ``llms`` (no key is sent: the client has none)."""
     base = base_url.rstrip("/")
-    listed = _answer(http, base + path("models"))
+    url = base + path("models")
+    listed = _answer(http, url)
     try:
-        found = snapshots.records(listed, names, f"GET {base}{path('models')}")
-        ids = [record[names.model_id] for record in found]
+        found = list(snapshots.records(listed, names, f"GET {url}"))
+        ids = [wire.get(record, names.model_id) for record in found]
+        page = listed if isinstance(listed, dict) else {}
+        for _ in range(paging.MAX_PAGES):
+            nxt = paging.follow(page, names, url, len(snapshots.records(page, names, url)))
+            if nxt is None:
+                break
+            page = _answer(http, url, params=nxt.params)
+            fresh = [
+                r
+                for r in snapshots.records(page, names, f"GET {url}")
+                if wire.get(r, names.model_id) not in ids
+            ]
+            if not fresh:
+                raise SyncError(f"GET {url}: the page {nxt.member} names repeats the models already read")
+            found += fresh
+            ids += [wire.get(record, names.model_id) for record in fresh]
         for model_id in ids:
             snapshots.detail_file(Path("."), model_id)  # only ids that can name a file and a URL
-    except snapshots.SnapshotError as exc:
+    except (snapshots.SnapshotError, paging.PagingError) as exc:
         raise SyncError(str(exc)) from None
+    whole: dict[str, Any] = {}
+    wire.put(whole, names.models_list, found)
     return {
-        "list": listed,
+        "list": whole,
         "details": {model_id: _answer(http, base + path("model", id=model_id)) for model_id in ids},
         "openapi": _answer(http, base + path("openapi")),
         "llms": _answer(http, base + path("llms_txt"), text=True),
