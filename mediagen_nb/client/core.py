@@ -12,6 +12,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import Any, TypeVar
 
@@ -187,12 +188,20 @@ class Core:
 
     def send(self, call: Call) -> Op[Any]:
         """Send ``call`` under the limiters and the retry policy; return ``data`` (or the raw body)."""
+        data, _ = yield from self.exchange(call)
+        return data
+
+    def exchange(self, call: Call) -> Op[tuple[Any, "Answered"]]:
+        """:meth:`send`, and when the answer came on the service's clock (see :class:`Answered`)."""
+        first: float | None = None
         if call.kind == START and call.idempotency_key is None and call.replayable:
             call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
         attempt, refused, silent = 0, 0, 0
         while True:
             call, slot = yield from self._reserve(call)
             error: errors.MediagenError
+            if first is None:
+                first = self.clock.monotonic()
             try:
                 response: httpx.Response = yield call
             except httpx.ConnectError as exc:  # nothing was sent: safe to try again, briefly
@@ -224,7 +233,8 @@ class Core:
                     self.latency.record(spread)
                     yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
-                    return _decode(call, response)
+                    waited = (self.clock.monotonic() - first) * self.settings.limits.time_scale
+                    return _decode(call, response), Answered(_service_time(response), waited)
                 else:
                     error = errors.from_response(response.status_code, response.content)
                     if isinstance(error, errors.RateLimitError):
@@ -333,6 +343,32 @@ class Core:
             yield Pause(self._real(poll))
 
 
+@dataclass(frozen=True)
+class Answered:
+    """When an answer came, on the service's clock: its ``Date`` (Unix seconds, None when it sent none)
+    and the service seconds since the request was first sent (retries included). A resource created
+    before ``date - since_first`` existed before this client asked: a replay."""
+
+    date: float | None
+    since_first: float
+
+    @property
+    def first_sent(self) -> float | None:
+        """The latest the request can have been first sent, on the service's clock."""
+        return None if self.date is None else self.date - self.since_first
+
+
+def _service_time(response: httpx.Response) -> float | None:
+    """An answer's ``Date`` header as Unix seconds (None when absent or unreadable)."""
+    raw = response.headers.get("date")
+    if not raw:
+        return None
+    try:
+        return parsedate_to_datetime(raw).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
 def _decode(call: Call, response: httpx.Response) -> Any:
     """The ``data`` of a success envelope; the whole document for openapi.json; text for llms.txt.
 
@@ -364,7 +400,7 @@ def _decode(call: Call, response: httpx.Response) -> Any:
             "the service sends: is MEDIAGEN_BASE_URL the service's address?",
             field="data",
         )
-    return data
+    return body if call.whole else data
 
 
 def _shape(value: Any) -> str:

@@ -7,7 +7,7 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from mediagen_nb.client import errors
+from mediagen_nb.client import certain, errors
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog, Measured
 from mediagen_nb.client.checks import checked_id
@@ -16,7 +16,8 @@ from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
 from mediagen_nb.client.starts import Recorded, Start, Starts
 from mediagen_nb.client.steps import START, Call, Op, Pause, Record
 from mediagen_nb.protocol import limits as spec_limits
-from mediagen_nb.protocol import states
+from mediagen_nb.protocol import schema, states, wire
+from mediagen_nb.protocol.environment import ENV_WIRE
 
 # Service seconds a wait lasts by default: past the spec's absolute limit a generation can only be stuck.
 GENERATION_WAIT = spec_limits.RUNTIME_HARD_SECONDS + 5 * 60
@@ -37,6 +38,7 @@ class Generations:
 
     def __init__(self, core: Core, catalog: Catalog, starts: Starts) -> None:
         self.core, self.catalog, self.starts = core, catalog, starts
+        self.prices = certain.Prices()  # prices seen by class of input, checked against later answers
 
     def estimate(
         self,
@@ -67,13 +69,51 @@ class Generations:
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
         spelling = self.core.spelling
-        estimate = Estimate.from_api(spelling.estimate_data(data, model_id), spelling.names)
+        spelling.estimate_data(data, model_id)
+        if len(certain.price_members(data)) > 1 and not spelling.is_confirmed("estimate_credits"):
+            yield from self._settle_price_member(data, model)
+        estimate = Estimate.from_api(data, spelling.names)
         if estimate.model_id is None:
             estimate = replace(estimate, model_id=model_id)
+        certain.estimate(estimate, data, model, values, self.prices, spelling.names)
         return (
             estimate
             if measured is None or model is None
             else measured_price(estimate, measured, model, values)
+        )
+
+    def _settle_price_member(self, data: Mapping[str, Any], model: Model | None) -> Op[None]:
+        """Which of an estimate's numbers is the price, when it carries several and no names file or
+        earlier answer said: the one equal to a flat-priced model's listed price (this model's, or, for
+        a priced model, that of the catalog's cheapest flat model without media inputs, estimated once,
+        free). None or several: a ServiceResponseError naming the numbers and the setting."""
+        spelling = self.core.spelling
+        flat = model if model is not None and model.pricing is None and model.credits is not None else None
+        members = certain.price_members(data)
+        if flat is None:
+            flat = next((m for m in _flat_models((yield from self.catalog.models()))), None)
+            if flat is not None:
+                body = {"modelId": flat.id, "input": certain_input(flat)}
+                members = certain.price_members(
+                    (yield from self.core.send(Call("POST", "estimate", body=body)))
+                )
+        holding = [name for name, value in members.items() if flat is not None and value == flat.credits]
+        if flat is not None and len(holding) == 1:
+            spelling.confirm(
+                "estimate_credits", holding[0], f"an estimate's credits ({flat.id} lists {flat.credits})"
+            )
+            return
+        setting = wire.setting("estimate_credits")
+        raise errors.ServiceResponseError(
+            f"the service's estimate carries several numbers ({certain._shown(certain.price_members(data))}) "
+            "and none of them can be told to be the price"
+            + (
+                f" ({flat.id}, listed at {flat.credits} credits, was estimated as {certain._shown(members)})"
+                if flat
+                else ""
+            )
+            + f': set {setting} = "<the member that is the price>" in a names file ({ENV_WIRE})',
+            field=spelling.names.estimate_credits,
         )
 
     def known(self, model_id: Any) -> Op[Model | None]:
@@ -127,29 +167,29 @@ class Generations:
                 return (yield from self.price(model, values))
             return price
 
-        return (
-            yield from self.starts.start(
-                Start(
-                    ledgers.GENERATION,
-                    model_id,
-                    model_id,
-                    values,
-                    request=lambda key: Call("POST", "run", START, body=body, idempotency_key=key),
-                    parse=Generation.from_api,
-                    recorded=lambda made, answer, _: Recorded(
-                        made.status, made.credits_spent, resource=answer
-                    ),
-                    read=self.generation,
-                    price=priced,
-                    same=_same_generation,
-                    kept=True,
-                    key=idempotency_key,
-                    reuse=reuse,
-                    fresh=fresh,
-                    ledger=ledger,
-                )
+        started = yield from self.starts.start(
+            Start(
+                ledgers.GENERATION,
+                model_id,
+                model_id,
+                values,
+                request=lambda key: Call("POST", "run", START, body=body, idempotency_key=key),
+                parse=Generation.from_api,
+                recorded=lambda made, answer, _: Recorded(made.status, made.credits_spent, resource=answer),
+                read=self.generation,
+                price=priced,
+                same=_same_generation,
+                kept=True,
+                born=lambda made: made.created_at,
+                new_statuses=(states.PROCESSING, states.QUEUED),
+                key=idempotency_key,
+                reuse=reuse,
+                fresh=fresh,
+                ledger=ledger,
             )
         )
+        certain.charge(started, model, values if isinstance(values, Mapping) else {}, self.prices)
+        return started
 
     def generation(self, generation_id: str, wait: int | None = None) -> Op[Generation]:
         """Read a generation; with ``wait`` (5 to 55 s) the service holds the request until it ends."""
@@ -273,6 +313,39 @@ class Generations:
             started if started.done else (yield from self.wait(started, timeout=timeout, on_update=on_update))
         )
         return finished.raise_for_status()
+
+
+def _flat_models(models: list[Model]) -> list[Model]:
+    """Flat-priced models whose required inputs need no media file, cheapest first."""
+    runnable = [
+        m
+        for m in models
+        if m.pricing is None
+        and m.credits is not None
+        and not any(
+            schema.media_kind(m.properties[n]) for n in m.required if isinstance(m.properties.get(n), Mapping)
+        )
+    ]
+    return sorted(runnable, key=lambda m: (m.credits or 0, m.id))
+
+
+def certain_input(model: Model) -> dict[str, Any]:
+    """An input with every required field of a media-free model filled (for a free estimate)."""
+    values: dict[str, Any] = {}
+    for name in model.required:
+        prop = model.properties.get(name)
+        prop = prop if isinstance(prop, Mapping) else {}
+        if "default" in prop:
+            values[name] = prop["default"]
+        elif isinstance(prop.get("enum"), list) and prop["enum"]:
+            values[name] = prop["enum"][0]
+        elif prop.get("type") in ("integer", "number"):
+            values[name] = prop.get("minimum", 1)
+        elif prop.get("type") == "boolean":
+            values[name] = False
+        else:
+            values[name] = "A short check of the service's answers."
+    return values
 
 
 def _same_generation(current: Generation, entry: ledgers.Entry) -> bool:

@@ -118,6 +118,7 @@ class Replication:
             reuse=reuse,
             fresh=fresh,
             ledger=ledger,
+            new_statuses=(states.ANALYZING,),
         )
 
     def analysis(self, analysis_id: str) -> Op[Analysis]:
