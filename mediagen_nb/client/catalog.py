@@ -80,6 +80,9 @@ class Catalog:
         self.core = core
         self._models: dict[str, Model] | None = None  # the catalog, read once per client
         self._details: dict[str, Model] = {}  # one model's record (with ``example``), by id
+        self.pages: list[
+            paging.Next
+        ] = []  # how the last read of the list asked for each page after the first
 
     def models(self, refresh: bool = False) -> Op[list[Model]]:
         """Every catalog model (cached per client; ``refresh=True`` reads it again).
@@ -111,6 +114,7 @@ class Catalog:
         no next page the client can follow is refused naming what is missing: never taken as the catalog.
         """
         spelling = self.core.spelling
+        self.pages = []
         records, first = yield from self._page(None)
         documented = yield from self.documented()
         spelling.learn_records(records, {i: d.kind for i, d in (documented or {}).items()} or None)
@@ -138,6 +142,7 @@ class Catalog:
                 ) from None
             if nxt is None:
                 return records
+            self.pages.append(nxt)
             more, page = yield from self._page(nxt.params)
             fresh = [r for r, i in zip(more, _ids(more, names.model_id), strict=True) if i not in ids]
             if not fresh:
@@ -168,6 +173,7 @@ class Catalog:
                 r for r, i in zip(more, _ids(more, spelling.names.model_id), strict=True) if i not in ids
             ]
             if fresh:
+                self.pages.append(guess)
                 [(param, _)] = guess.params.items()
                 spelling.learn("models_next", guess.member, "the member naming the list's next page")
                 spelling.learn("models_next_param", param, "the query parameter of the list's next page")

@@ -84,20 +84,21 @@ class Generations:
 
     def _settle_price_member(self, data: Mapping[str, Any], model: Model | None) -> Op[None]:
         """Which of an estimate's numbers is the price, when it carries several and no names file or
-        earlier answer said: the one equal to a flat-priced model's listed price (this model's, or, for
-        a priced model, that of the catalog's cheapest flat model without media inputs, estimated once,
-        free). None or several: a ServiceResponseError naming the numbers and the setting."""
+        earlier answer said: the one equal to a flat-priced model's listed price (this model's, or that
+        of the catalog's cheapest flat model without media inputs, estimated once, free); where several
+        are, the one of those that changes between two options of a per-option model (two more free
+        estimates). None left, or several: a ServiceResponseError naming the numbers and the setting."""
         spelling = self.core.spelling
-        flat = model if model is not None and model.pricing is None and model.credits is not None else None
+        models = yield from self.catalog.models()
+        flat = next(iter(_flat_models(models)), None)
         members = certain.price_members(data)
-        if flat is None:
-            flat = next((m for m in _flat_models((yield from self.catalog.models()))), None)
-            if flat is not None:
-                body = {"modelId": flat.id, "input": certain_input(flat)}
-                members = certain.price_members(
-                    (yield from self.core.send(Call("POST", "estimate", body=body)))
-                )
+        if model is not None and model.pricing is None and model.credits is not None:
+            flat = model
+        elif flat is not None:
+            members = certain.price_members((yield from self._free_estimate(flat, certain_input(flat))))
         holding = [name for name, value in members.items() if flat is not None and value == flat.credits]
+        if len(holding) > 1:
+            holding = yield from self._varying(holding, models)
         if flat is not None and len(holding) == 1:
             spelling.confirm(
                 "estimate_credits", holding[0], f"an estimate's credits ({flat.id} lists {flat.credits})"
@@ -115,6 +116,29 @@ class Generations:
             + f': set {setting} = "<the member that is the price>" in a names file ({ENV_WIRE})',
             field=spelling.names.estimate_credits,
         )
+
+    def _free_estimate(self, model: Model, values: Mapping[str, Any]) -> Op[Mapping[str, Any]]:
+        answer: Mapping[str, Any] = yield from self.core.send(
+            Call("POST", "estimate", body={"modelId": model.id, "input": dict(values)})
+        )
+        return answer
+
+    def _varying(self, holding: list[str], models: list[Model]) -> Op[list[str]]:
+        """Of ``holding``, the members that change between two options of the first per-option model
+        whose inputs need no media (a price does; a listed figure or a balance does not)."""
+        for model in models:
+            options = _priced_options(model)
+            if len(options) < 2:
+                continue
+            base = certain_input(model)
+            name = options[0][0]
+            answers = []
+            for _, value in options[:2]:
+                answers.append(
+                    certain.price_members((yield from self._free_estimate(model, {**base, name: value})))
+                )
+            return [m for m in holding if answers[0].get(m) != answers[1].get(m)]
+        return holding
 
     def known(self, model_id: Any) -> Op[Model | None]:
         """The catalog's record of ``model_id`` (the cached catalog), or None: the service says why."""
@@ -327,6 +351,22 @@ def _flat_models(models: list[Model]) -> list[Model]:
         )
     ]
     return sorted(runnable, key=lambda m: (m.credits or 0, m.id))
+
+
+def _priced_options(model: Model) -> list[tuple[str, Any]]:
+    """The options of the one enum input a media-free model's price varies by (none when it has no such
+    input, or needs a media file)."""
+    if model.pricing is None or any(
+        schema.media_kind(model.properties[n])
+        for n in model.required
+        if isinstance(model.properties.get(n), Mapping)
+    ):
+        return []
+    for name in model.varies_by:
+        prop = model.properties.get(name)
+        if isinstance(prop, Mapping) and isinstance(prop.get("enum"), list) and len(prop["enum"]) > 1:
+            return [(name, value) for value in prop["enum"]]
+    return []
 
 
 def certain_input(model: Model) -> dict[str, Any]:

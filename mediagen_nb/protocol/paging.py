@@ -32,6 +32,7 @@ class Next:
     member: str  # the member of the page that said so (for messages)
     params: Mapping[str, str]
     link: str | None = None
+    as_is: bool = True  # the member's value is sent back as it is (not a page number or offset counted on)
 
 
 def total(page: Mapping[str, Any]) -> int | None:
@@ -96,6 +97,9 @@ def follow(page: Mapping[str, Any], names: wire.Names, list_url: str, count: int
             return Next(member, dict(parse_qsl(urlsplit(link).query)), link)
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             return Next(member, {param: str(value)})
+    for member, value in page.items():  # a link to the list itself, under any name, is its next page
+        if isinstance(value, str) and "://" in value and _link(value, list_url) and value != list_url:
+            return Next(member, dict(parse_qsl(urlsplit(value).query)), value)
     links = page.get("links") or page.get("_links")
     if isinstance(links, Mapping) and links.get("next") not in (None, ""):
         inner = follow({"next": links["next"]}, names, list_url, count)
@@ -106,7 +110,7 @@ def follow(page: Mapping[str, Any], names: wire.Names, list_url: str, count: int
     whole = total(page)
     if isinstance(number, int) and not isinstance(number, bool):
         if (last is not None and number < last) or (last is None and (more or _ahead(whole, number, count))):
-            return Next("page", {"page": str(number + 1)})
+            return Next("page", {"page": str(number + 1)}, as_is=False)
         return None
     offset = page.get("offset", page.get("skip"))
     if (
@@ -115,10 +119,8 @@ def follow(page: Mapping[str, Any], names: wire.Names, list_url: str, count: int
         and count
         and (more or (whole is not None and offset + count < whole))
     ):
-        return Next(
-            "offset" if "offset" in page else "skip",
-            {"offset" if "offset" in page else "skip": str(offset + count)},
-        )
+        name = "offset" if "offset" in page else "skip"
+        return Next(name, {name: str(offset + count)}, as_is=False)
     return None
 
 

@@ -49,6 +49,11 @@ class Normalised(UserWarning):
 _SAID: set[str] = set()  # normalisations already said in this process
 
 
+def say_again() -> None:
+    """Forget what was said: each normalisation is said once more (the doctor watches every one)."""
+    _SAID.clear()
+
+
 def say_once(key: str, message: str) -> None:
     """Warn ``message`` once per process for ``key``."""
     if key not in _SAID:
