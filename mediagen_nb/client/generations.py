@@ -13,7 +13,7 @@ from mediagen_nb.client.catalog import Catalog, Measured
 from mediagen_nb.client.checks import checked_id
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
-from mediagen_nb.client.starts import Recorded, Start, Starts
+from mediagen_nb.client.starts import Recorded, Start, Starts, known
 from mediagen_nb.client.steps import START, Call, Op, Pause, Record
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import schema, states, wire
@@ -204,7 +204,7 @@ class Generations:
                 price=priced,
                 same=_same_generation,
                 kept=True,
-                born=lambda made: made.created_at,
+                born=lambda made: known(made.created_at),
                 new_statuses=(states.PROCESSING, states.QUEUED),
                 key=idempotency_key,
                 reuse=reuse,

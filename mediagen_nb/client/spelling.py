@@ -194,7 +194,12 @@ class Spelling:
             return data
         names = self.names
         ours = {getattr(names, attr) for attr in wire.TABLES["job_read"]}
-        flat = {k: v for k, v in _flat(data).items() if k not in JOB_SHOWN and k not in ours}
+        reports = {k for k, v in data.items() if isinstance(v, Mapping) and EDIT_REPORT_KEYS & set(v)}
+        flat = {
+            k: v
+            for k, v in _flat(data).items()
+            if (k not in JOB_SHOWN and k not in ours and wire.top(k) not in reports) or k in reports
+        }
         for attribute, evidence, fits in JOB_SHAPES:
             if wire.has(data, getattr(self.names, attribute)) or not self._learnable(attribute):
                 continue
@@ -290,8 +295,20 @@ BODY_MEANINGS: tuple[tuple[str, BodyTest], ...] = (
     ),
     ("job_captions", lambda n, p: _kind(p, "boolean") and "caption" in n + _words(p)),
     ("job_music", lambda n, p: _kind(p, "boolean") and "music" in n + _words(p)),
-    ("job_idempotency", lambda n, p: _kind(p, "string") and "idempot" in n + _words(p)),
-    ("job_webhook", lambda n, p: _kind(p, "string") and "webhook" in n + _words(p)),
+    (
+        "job_idempotency",
+        lambda n, p: (
+            _kind(p, "string")
+            and any(
+                word in n + _words(p)
+                for word in ("idempot", "dedup", "same key", "no charge", "no new charge")
+            )
+        ),
+    ),
+    (
+        "job_webhook",
+        lambda n, p: _kind(p, "string") and ("webhook" in n + _words(p) or "https url called" in _words(p)),
+    ),
     (
         "job_topic",
         lambda n, p: (

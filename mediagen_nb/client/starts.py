@@ -76,9 +76,15 @@ def listed(price: int | None) -> Callable[[], Op[int | None]]:
     return known
 
 
-def unpriced() -> Op[int | None]:
+def unpriced() -> Op[Any]:
     """No price before the start is answered (a re-edit): the budget holds nothing for it."""
     return None
+    yield  # a generator of no steps
+
+
+def known(value: Any) -> Op[Any]:
+    """``value``, as an operation of no steps."""
+    return value
     yield  # a generator of no steps
 
 
@@ -116,7 +122,7 @@ class Start(Generic[R]):
     # What tells a replay (a start the service answers with what was made before it was asked, by this
     # key elsewhere: another machine, a colleague, an agent): when the resource was made, on the service's
     # clock, and the statuses a new start answers with (an answer in another was made earlier).
-    born: Callable[[R], str | None] = lambda resource: None
+    born: "Callable[[R], Op[str | None]]" = lambda resource: unpriced()
     new_statuses: tuple[str, ...] = ()
 
 
@@ -181,7 +187,7 @@ class Starts:
         another start. Such a start is reuse: nothing was spent now."""
         if start.new_statuses and resource.status is not None and resource.status not in start.new_statuses:
             return True
-        born = _instant(start.born(resource))
+        born = _instant((yield from start.born(resource)))
         sent = answered.first_sent
         if born is not None and sent is not None and born < sent - REPLAY_MARGIN:
             return True

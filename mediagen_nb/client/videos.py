@@ -9,7 +9,7 @@ bounds the most a job can spend at its target length, which a start under a budg
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -215,6 +215,7 @@ class Videos:
                 ledger=ledger,
                 resend=confirmed,
                 unkeyed=UNKEYED,
+                born=self._born,
             )
         )
         self._asked[job.id] = {
@@ -223,6 +224,12 @@ class Videos:
             if value is not None
         }
         return job
+
+    def _born(self, job: ShortVideoJob) -> Op[str | None]:
+        """When a started job was made: its start answers only its id, so it is read once (free)."""
+        data = yield from self.core.send(Call("GET", "job", params={"id": checked_id(job.id, "job")}))
+        created = data.get("createdAt") if isinstance(data, Mapping) else None
+        return created if isinstance(created, str) else None
 
     def _body_confirmed(self) -> Op[bool]:
         """Whether the start body's names are settled (a names file's ``[job]``, or read once from the

@@ -19,7 +19,7 @@ from mediagen_nb.client import Client, MediagenError
 from mediagen_nb.client.config import Settings
 from mediagen_nb.client.resources import Generation, Model
 from mediagen_nb.doctor.checks import REPORT, Found, Result, credits, minimal_input
-from mediagen_nb.doctor.probe import Exchange, Probe
+from mediagen_nb.doctor.probe import Exchange, Probe, answer_body
 from mediagen_nb.protocol import limits, states, tls
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.protocol.schema import media_kind
@@ -63,7 +63,7 @@ def plan(models: list[Model], runs: int, max_credits: int) -> tuple[Model, int]:
 
 
 def recording(probe: Probe, check: list[str]) -> dict[str, list[Any]]:
-    """httpx event hooks that keep every exchange of the paid runs in the probe (and its recording)."""
+    """httpx event hooks that keep every exchange of a client's calls in the probe (and its recording)."""
 
     def keep(response: httpx.Response) -> None:
         response.read()
@@ -72,16 +72,14 @@ def recording(probe: Probe, check: list[str]) -> dict[str, list[Any]]:
             body: Any = json.loads(request.content) if request.content else None
         except ValueError:
             body = None
-        try:
-            answer: Any = response.json()
-        except ValueError:
-            answer = {"bytes": len(response.content)}
-        sent = {"method": request.method, "path": request.url.path, "body": body, "key": True}
+        answer = answer_body(response)
+        keyed = "authorization" in request.headers
+        sent = {"method": request.method, "path": request.url.path, "body": body, "key": keyed}
         exchange = Exchange(
             check[0], request.method, request.url.path, response.status_code, answer, sent=sent
         )
         probe.exchanges.append(exchange)
-        probe.save(exchange, keyed="authorization" in request.headers)
+        probe.save(exchange, keyed=keyed)
 
     return {"response": [keep]}
 

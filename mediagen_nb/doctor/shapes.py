@@ -121,15 +121,15 @@ def document_checks(client: Client, found: Found) -> list[Result]:
     """``llms.txt`` and ``openapi.json`` against the catalog: ids, count, kinds and required inputs."""
     models = {m.id: m for m in found.models}
     results = []
-    listed = watch(client, found, lambda: client._drive(client._engine.catalog.documented()))
+    listed = watch(client, found, lambda: documents.llms_models(client.llms_txt()))
     if listed.error is not None or not listed.value:
-        why = str(listed.error) if listed.error else "it lists no model the client can read"
+        why = f"answered {listed.error}" if listed.error else "it lists no model the client can read"
         results.append(Result("llms.txt", False, why, REPORT))
     else:
         results.append(_llms(listed.value, models))
     doc = watch(client, found, client.openapi)
     if doc.error is not None or not isinstance(doc.value, Mapping):
-        results.append(Result("openapi.json", False, str(doc.error or "not a document"), REPORT))
+        results.append(Result("openapi.json", False, f"answered {doc.error or 'no document'}", REPORT))
     else:
         results.append(_openapi(doc.value, models))
     return results

@@ -220,7 +220,9 @@ def test_an_estimate_with_two_numbers_is_settled_by_a_flat_price_or_refused(tmp_
                 with pytest.raises(ServiceResponseError) as raised:
                     client.estimate("gpt-image-2", prompt="a fox", quality="high")
         message = str(raised.value)
-        assert "cost = 25, balance = 25" in message and "[estimate] credits" in message and ENV_WIRE in message
+        assert (
+            "cost = 25, balance = 25" in message and "[estimate] credits" in message and ENV_WIRE in message
+        )
 
 
 def test_a_catalog_read_wrongly_never_blames_the_model() -> None:
