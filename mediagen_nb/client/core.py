@@ -234,7 +234,9 @@ class Core:
                     yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
                     waited = (self.clock.monotonic() - first) * self.settings.limits.time_scale
-                    return _decode(call, response), Answered(_service_time(response), waited)
+                    return _decode(call, response), Answered(
+                        _service_time(response), waited, attempt + refused + silent
+                    )
                 else:
                     error = errors.from_response(response.status_code, response.content)
                     if isinstance(error, errors.RateLimitError):
@@ -351,6 +353,7 @@ class Answered:
 
     date: float | None
     since_first: float
+    again: int = 0  # times the request was sent before the one answered (retries)
 
     @property
     def first_sent(self) -> float | None:

@@ -184,9 +184,15 @@ class Starts:
         """Whether the service answered this start with what existed before it was sent (a replay of its
         key made elsewhere): a resource in a state no new start answers with, one created before the
         request first left (on the service's clock, :class:`Answered`), or one the ledger holds under
-        another start. Such a start is reuse: nothing was spent now."""
-        if start.new_statuses and resource.status is not None and resource.status not in start.new_statuses:
-            return True
+        another start. Such a start is reuse: nothing was spent now. A start another process sharing
+        this ledger sent too (it touched our intent) stays ours, as the ledger says: that process
+        counts it as the other's."""
+        entry: ledgers.Entry | None = yield Record(partial(book.lookup, key, self.core.where))
+        if entry is not None and entry.updated_at > entry.started_at:
+            return False  # another process of this ledger sent the same start: the ledger says it is ours
+        fresh = start.new_statuses
+        if not answered.again and fresh and resource.status is not None and resource.status not in fresh:
+            return True  # one send, answered with what has moved on: made before (a retry's may be ours)
         born = _instant((yield from start.born(resource)))
         sent = answered.first_sent
         if born is not None and sent is not None and born < sent - REPLAY_MARGIN:

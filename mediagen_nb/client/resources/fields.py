@@ -266,9 +266,8 @@ def checked(what: str, field: Field, value: Any) -> Any:
     ok, read = normal(what, field.wire, value, field.kind)
     if not ok:
         raise ServiceResponseError(
-            f"the service sent {what}.{field.wire} = {str(value)[:60]!r}, {_type_of(value)}, "
-            "where the client "
-            f"reads {field.kind}: {_type_advice(field)}",
+            f"the service sent {what}.{field.wire} = {str(value)[:60]!r}, not {field.kind} (it is "
+            f"{_type_of(value)}): {_type_advice(field)}",
             field=field.wire,
         )
     if read is not value and type(read) is not type(value):
@@ -306,7 +305,8 @@ def expect(what: str, name: str, value: Any, kind: str, hint: str = BASE_URL_HIN
     """Raise ServiceResponseError unless ``value`` is None or of ``kind``."""
     if value is not None and not _KINDS[kind](value):
         raise ServiceResponseError(
-            f"the service sent {what}.{name} = {str(value)[:60]!r}, {_type_of(value)}, not {kind}: {hint}",
+            f"the service sent {what}.{name} = {str(value)[:60]!r}, not {kind} "
+            f"(it is {_type_of(value)}): {hint}",
             field=name,
         )
 
