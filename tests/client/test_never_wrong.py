@@ -19,13 +19,16 @@ from _hostile import Answer, Request, forward, serve
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch.usage import usage
 from mediagen_nb.client import Client, Limits, ServiceResponseError, StartUncertain
+from mediagen_nb.client.balance import balance
 from mediagen_nb.client.catalog import InputIgnored
 from mediagen_nb.client.resources.fields import Normalised
 from mediagen_nb.client.videos import BodyUnconfirmed, JobDiffers
+from mediagen_nb.doctor import main as doctor
 from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.environment import ENV_WIRE
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
+from mediagen_nb.sandbox.sync import sync
 
 TIME_SCALE = 600.0
 JOB = {
@@ -191,6 +194,7 @@ def test_a_sweep_replayed_from_another_machine_is_reuse_not_spend(sandbox: Sandb
         replayed = colleague.run("gpt-image-2", prompt="a heron", idempotency_key="heron-1")
         video = colleague.make_video("tides", seconds=20, idempotency_key="tides-1")
         assert spent(theirs, colleague) == 0
+        assert balance(colleague, ledger=str(theirs)).ledger_credits == 0
     assert list(again["credits"]) == [3, 25] and charged(sandbox) == paid
     assert replayed.id == first.id and replayed.reused and video.id == job.id and video.reused
 
@@ -261,3 +265,37 @@ def test_advice_is_of_the_kind_of_the_difference(sandbox: Sandbox, tmp_path: Pat
     with client, pytest.raises(ServiceResponseError) as refused:
         client.models()
     assert 'it is at billing.creditCost: set [catalog] credits = "billing.creditCost"' in str(refused.value)
+
+
+def test_sandbox_sync_follows_every_page(sandbox: Sandbox, tmp_path: Path) -> None:
+    """``mediagen sandbox sync`` of a service paging its list by a cursor it names otherwise: all 130
+    models, nothing removed (the issue: "90 removed", 40 served)."""
+    names = wire.parse({"catalog": {"next": "cursorNext"}, "serve": {"page_size": 40, "paging": "cursor"}})[0]
+    base_url = speak(sandbox, names)
+    served, drift = sync(base_url, tmp_path / "snapshot", names)
+    assert len(served.models) == 130 and not drift.removed and not drift.added
+
+
+def test_doctor_paid_confirms_the_job_read_within_its_credits(
+    sandbox: Sandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--paid 1 --max-credits 200``: the cheapest model once, then one 20 s job, whose read's names
+    are learned and printed; within what the sandbox charged."""
+    base_url = speak(sandbox, wire.parse(JOB)[0])
+    for name, value in {"MEDIAGEN_BASE_URL": base_url, "MEDIAGEN_API_KEY": sandbox.demo_key}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MEDIAGEN_TIME_SCALE", f"{TIME_SCALE:g}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = doctor(["--json", "--paid", "1", "--max-credits", "200"])
+    document = json.loads(capsys.readouterr().out)
+    checks = {c["check"]: c for c in document["checks"]}
+    assert code == 1 and not checks["paid: topic-to-video"]["ok"]
+    assert '[job_read] script = "narration"' in checks["paid: topic-to-video"]["detail"]
+    assert (
+        'credits = "creditsCharged"' in document["namesFile"] and 'topic = "subject"' in document["namesFile"]
+    )
+    assert 0 < charged(sandbox) <= 200
