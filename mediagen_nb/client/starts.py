@@ -122,7 +122,7 @@ class Start(Generic[R]):
     # What tells a replay (a start the service answers with what was made before it was asked, by this
     # key elsewhere: another machine, a colleague, an agent): when the resource was made, on the service's
     # clock, and the statuses a new start answers with (an answer in another was made earlier).
-    born: "Callable[[R], Op[str | None]]" = lambda resource: unpriced()
+    born: "Callable[[R], Op[str | None]]" = lambda resource: known(None)
     new_statuses: tuple[str, ...] = ()
 
 
