@@ -10,6 +10,7 @@ from typing import Any
 
 from mediagen_nb.client.config import Secret
 from mediagen_nb.client.errors import ServiceResponseError
+from mediagen_nb.client.generations import certain_input
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.spelling import KINDS, Spelling
 from mediagen_nb.doctor.probe import Exchange, Probe
@@ -112,24 +113,7 @@ def _example_problem(example: Mapping[str, Any] | None) -> str | None:
 def minimal_input(model: Model) -> dict[str, Any]:
     """An input with every required field filled (media by URLs no one can read: an estimate measures
     nothing it cannot download, and assumes the spec's 30 s)."""
-    values: dict[str, Any] = {}
-    for name in model.required:
-        prop = model.properties.get(name)
-        prop = prop if isinstance(prop, Mapping) else {}
-        kind = media_kind(prop)
-        if kind is not None:
-            values[name] = [STAND_INS[kind]] if prop.get("type") == "array" else STAND_INS[kind]
-        elif "default" in prop:
-            values[name] = prop["default"]
-        elif isinstance(prop.get("enum"), list) and prop["enum"]:
-            values[name] = prop["enum"][0]
-        elif prop.get("type") in ("integer", "number"):
-            values[name] = prop.get("minimum", 1)
-        elif prop.get("type") == "boolean":
-            values[name] = False
-        else:
-            values[name] = "A short check of the service by mediagen doctor."
-    return values
+    return certain_input(model, STAND_INS, "A short check of the service by mediagen doctor.")
 
 
 def _with_enum(models: Sequence[Model]) -> tuple[Model, str] | None:
