@@ -134,7 +134,9 @@ def test_another_spelling_without_the_names_file_fails_naming_the_setting(
         assert '[estimate] credits = "cost"' in wrong["estimate: by_option (gpt-image-2)"]["detail"]
         assert "voiceNames" in wrong["topic-to-video: options"]["detail"]
         assert '[job] topic = "subject"' in wrong["topic-to-video: body names"]["detail"]
-        assert 'credits = "creditCost"' in document["namesFile"] and 'topic = "subject"' in document["namesFile"]
+        assert (
+            'credits = "creditCost"' in document["namesFile"] and 'topic = "subject"' in document["namesFile"]
+        )
         passed = [c for c in document["checks"] if c["ok"]]
         assert passed and all(c["fix"] is None for c in passed)  # issue 39: no fix on a passed check
         pointed(theirs, **{ENV_WIRE: str(names_file(tmp_path))})
