@@ -55,6 +55,7 @@ JOB = {
     },
 }
 ASKED = {"seconds": 20, "gender": "woman", "look": "pixar", "flow": "karaoke"}  # the issue's job
+TIKTOK = "https://www.tiktok.com/@a/video/123"
 DEAD_MCP = "http://127.0.0.1:9/mcp"  # an agent server no one answers at: the body names stay unconfirmed
 
 
@@ -179,7 +180,8 @@ def test_video_options_answer_or_refuse_in_one_line(sandbox: Sandbox, tmp_path: 
 
 def test_a_sweep_replayed_from_another_machine_is_reuse_not_spend(sandbox: Sandbox, tmp_path: Path) -> None:
     """The same sweep from a second machine (another ledger) on one account: the service replays each
-    row at no charge, and there it is reuse, on every path: the sweep, usage, a run, a job."""
+    row at no charge, and there it is reuse, on every path: the sweep, usage, a run, a job, an analysis
+    and a replica."""
     speak(sandbox)
     frame = pd.DataFrame({"prompt": ["a fox", "an owl"], "quality": ["low", "high"]})
     mine, theirs = tmp_path / "mine.sqlite", tmp_path / "theirs.sqlite"
@@ -187,16 +189,23 @@ def test_a_sweep_replayed_from_another_machine_is_reuse_not_spend(sandbox: Sandb
         frame.mediagen.run("gpt-image-2", client=client, progress=False, ledger=str(mine))
         first = client.run("gpt-image-2", prompt="a heron", idempotency_key="heron-1")
         job = client.wait_job(client.make_video("tides", seconds=20, idempotency_key="tides-1"), poll=5)
+        analysis = client.wait_analysis(client.analyze(TIKTOK, idempotency_key="tok-1"), poll=5)
+        run = client.wait_replication(
+            client.replicate(analysis.id, clips=[0], quality="low", idempotency_key="tok-r"), poll=5
+        )
         assert spent(mine, client) == charged(sandbox)
     paid = charged(sandbox)
     with client_of(sandbox.base_url or "", sandbox.demo_key, theirs) as colleague:
         again = frame.mediagen.run("gpt-image-2", client=colleague, progress=False, ledger=str(theirs))
         replayed = colleague.run("gpt-image-2", prompt="a heron", idempotency_key="heron-1")
         video = colleague.make_video("tides", seconds=20, idempotency_key="tides-1")
+        read = colleague.analyze(TIKTOK, idempotency_key="tok-1")
+        replica = colleague.replicate(analysis.id, clips=[0], quality="low", idempotency_key="tok-r")
         assert spent(theirs, colleague) == 0
         assert balance(colleague, ledger=str(theirs)).ledger_credits == 0
     assert list(again["credits"]) == [3, 25] and charged(sandbox) == paid
     assert replayed.id == first.id and replayed.reused and video.id == job.id and video.reused
+    assert read.id == analysis.id and read.reused and replica.id == run.id and replica.reused
 
 
 # ---------------------------------------------------------------------------- rules and advice kinds
