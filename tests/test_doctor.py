@@ -19,6 +19,7 @@ from _shared import environment, run_mediagen
 from _spellings import THEIRS, names_file
 
 from mediagen_nb.doctor import main
+from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.environment import ENV_WIRE
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
@@ -71,7 +72,7 @@ def test_records_every_exchange_with_keys_scrubbed(
     code, document = doctor(capsys, "--record", str(tmp_path / "rec"))
     assert code == 0 and document["ok"] and document["namesFile"] is None
     files = sorted((tmp_path / "rec").iterdir())
-    assert len(files) == 19  # one a request: the options answer serves two checks
+    assert len(files) == 23  # one a request (the agent server's tools/list goes through the MCP SDK)
     text = "".join(f.read_text() for f in files)
     assert DEMO_KEY not in text and "pk_live_mediagen_doctor_not_a_key" not in text and "pk_live_***" in text
     first = json.loads(files[0].read_text())
@@ -108,7 +109,9 @@ def test_a_recording_served_back_is_a_replay_test_that_passes(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pointed(served)
+    told = tmp_path / "names.toml"  # the start body's names told: the agent server is not recorded
+    told.write_text(wire.dump(wire.DEFAULT, frozenset(wire.TABLES["job"])), encoding="utf-8")
+    pointed(served, **{ENV_WIRE: str(told)})
     assert doctor(capsys, "--record", str(tmp_path / "rec"))[0] == 0
     with serve() as server:
         for method in ("GET", "POST"):
@@ -126,11 +129,14 @@ def test_another_spelling_without_the_names_file_fails_naming_the_setting(
         code, document = doctor(capsys)
         assert code == 1
         wrong = failed(document)
-        assert "[catalog] credits = 'creditCost'" in wrong["catalog: models"]["detail"]
+        assert '[catalog] credits = "creditCost"' in wrong["catalog: models"]["detail"]
         assert ENV_WIRE in wrong["catalog: models"]["fix"]
-        assert "[estimate] credits = 'cost'" in wrong["estimate: by_option (gpt-image-2)"]["detail"]
+        assert '[estimate] credits = "cost"' in wrong["estimate: by_option (gpt-image-2)"]["detail"]
         assert "voiceNames" in wrong["topic-to-video: options"]["detail"]
-        assert 'credits = "creditCost"' in document["namesFile"]
+        assert '[job] topic = "subject"' in wrong["topic-to-video: body names"]["detail"]
+        assert (
+            'credits = "creditCost"' in document["namesFile"] and 'topic = "subject"' in document["namesFile"]
+        )
         passed = [c for c in document["checks"] if c["ok"]]
         assert passed and all(c["fix"] is None for c in passed)  # issue 39: no fix on a passed check
         pointed(theirs, **{ENV_WIRE: str(names_file(tmp_path))})
@@ -158,7 +164,7 @@ def test_an_odd_server_fails_naming_what_differed(
     assert "the client expects 400" in wrong["refusal: unknown model"]["detail"]
     assert "answered 200" in wrong["refusal: unknown generation"]["detail"]
     assert "answered 200" in wrong["refusal: wrong key"]["detail"]
-    assert "'Bad Request'" in wrong["estimate: flat price (gpt-image-2)"]["detail"]
+    assert "Bad Request" in wrong["estimate: flat price (gpt-image-2)"]["detail"]
     assert "catalog: models" not in wrong and "topic-to-video: options" not in wrong
     assert "pk_live_odd_server_key" not in json.dumps(document)
 

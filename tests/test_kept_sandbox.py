@@ -309,7 +309,7 @@ def faults(plan: dict[str, Any] | None = None) -> dict[str, Any]:
     running = kept.find()
     assert running is not None, "the kept sandbox is running"
     url = running.base_url + path("sandbox_faults")
-    with httpx.Client(timeout=10, trust_env=False) as http:
+    with httpx.Client(timeout=10, trust_env=False, headers=running.headers) as http:
         answer = http.get(url) if plan is None else http.post(url, json=plan)
     return dict(answer.raise_for_status().json()["data"])
 

@@ -127,16 +127,29 @@ def _sdk() -> tuple[Any, Any]:
 
 def check_usage(core: Core) -> Usage:
     """``check_usage`` on the agent server of ``core``'s service, with its key or a signed-in token."""
+    return _on_agent(core, ask_usage)
+
+
+def tool_schemas(core: Core) -> dict[str, Any]:
+    """Each tool's input schema as the agent server lists it (``tools/list``, free), by tool name: where
+    the service shows the names of the topic-to-video start body (``make_video``'s arguments)."""
+    return _on_agent(core, ask_tools)
+
+
+def _on_agent(core: Core, ask: Callable[..., Coroutine[Any, Any, T]]) -> T:
+    """``ask(url, credential)`` on the agent server of ``core``'s service, with its key (booked on the key's
+    request limiter) or a signed-in token, on an event loop of its own thread."""
     url = mcp_url(core.settings)
     _sdk()  # before any request is booked
     token = signed_in(url)
     owner = core.settings.owner_token if url.startswith(core.settings.base_url + "/") else None
     if token is not None:
-        return _in_own_thread(lambda: ask_usage(url, token, owner=owner))
+        return _in_own_thread(lambda: ask(url, token, owner=owner))
 
-    def keyed() -> Usage:
+    def keyed() -> T:
         key = _drive(core.requests("mcp", REQUESTS_PER_CALL), core.clock)
-        return asyncio.run(ask_usage(url, key, with_key=True, owner=owner))
+        result: T = asyncio.run(ask(url, key, with_key=True, owner=owner))
+        return result
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="mediagen-agent") as pool:
         return pool.submit(keyed).result()
@@ -152,6 +165,35 @@ async def ask_usage(
     """``check_usage`` on a fresh MCP session; every failure is one of our errors, naming the server.
     ``owner`` gives the owner's token of a sandbox that answers its owner alone."""
     tool = "check_usage"
+    result = await _session(url, credential, with_key, owner, lambda session: session.call_tool(tool, {}))
+    if result.isError:
+        text = result.content[0].text if result.content and hasattr(result.content[0], "text") else tool
+        status = (result.structuredContent or {}).get("statusCode")
+        raise errors.from_response(status if isinstance(status, int) else 500, _json(text))
+    return Usage.parse(result.structuredContent)
+
+
+async def ask_tools(
+    url: str,
+    credential: Secret,
+    *,
+    with_key: bool = False,
+    owner: Callable[[], Secret | None] | None = None,
+) -> dict[str, Any]:
+    """``tools/list`` on a fresh MCP session: each tool's input schema by name."""
+    listed = await _session(url, credential, with_key, owner, lambda session: session.list_tools())
+    return {tool.name: tool.inputSchema for tool in listed.tools if isinstance(tool.inputSchema, dict)}
+
+
+async def _session(
+    url: str,
+    credential: Secret,
+    with_key: bool,
+    owner: Callable[[], Secret | None] | None,
+    ask: Callable[[Any], Any],
+) -> Any:
+    """``ask(session)`` on a fresh MCP session; every failure is one of our errors, naming the server.
+    ``owner`` gives the owner's token of a sandbox that answers its owner alone."""
     client_session, streamable_http = _sdk()
     unreadable: list[Exception] = []
 
@@ -172,14 +214,9 @@ async def ask_usage(
             client_session(read, write, message_handler=stop_on_failure) as session,
         ):
             await session.initialize()
-            result = await session.call_tool(tool, {})
+            return await ask(session)
     except BaseException as exc:  # the SDK's task groups wrap what went wrong
         raise _failure(unreadable[0] if unreadable else exc, url, with_key) from None
-    if result.isError:
-        text = result.content[0].text if result.content and hasattr(result.content[0], "text") else tool
-        status = (result.structuredContent or {}).get("statusCode")
-        raise errors.from_response(status if isinstance(status, int) else 500, _json(text))
-    return Usage.parse(result.structuredContent)
 
 
 def _json(text: str) -> bytes:

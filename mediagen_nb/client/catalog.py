@@ -4,6 +4,7 @@ Operations of every API start here: the model's record (cached per client), the 
 the service's own messages, media URLs the service can read. Nothing in this module charges.
 """
 
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -18,10 +19,16 @@ from mediagen_nb.client.core import Core
 from mediagen_nb.client.media import extension as media_ext
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.steps import CATALOG, Call, Op, Record, records_here
-from mediagen_nb.protocol import messages, schema
+from mediagen_nb.protocol import documents, messages, paging, schema, wire
+from mediagen_nb.protocol.environment import ENV_WIRE
 from mediagen_nb.protocol.limits import LENGTH_BILLED_EXTENSIONS
+from mediagen_nb.protocol.paths import path
 
 KINDS = ("image", "video", "audio")  # a model's output kind
+
+
+class InputIgnored(UserWarning):
+    """An input the spec says the model ignores was dropped rather than refused."""
 
 
 def find_models(models: Iterable[Model], words: Sequence[str] = (), kind: str | None = None) -> list[Model]:
@@ -73,6 +80,9 @@ class Catalog:
         self.core = core
         self._models: dict[str, Model] | None = None  # the catalog, read once per client
         self._details: dict[str, Model] = {}  # one model's record (with ``example``), by id
+        self.pages: list[
+            paging.Next
+        ] = []  # how the last read of the list asked for each page after the first
 
     def models(self, refresh: bool = False) -> Op[list[Model]]:
         """Every catalog model (cached per client; ``refresh=True`` reads it again).
@@ -82,11 +92,113 @@ class Catalog:
         does not show are learned from the answer where only one member can be meant (said once).
         """
         if self._models is None or refresh:
-            data = yield from self.core.send(Call("GET", "models", CATALOG))
-            spelling = self.core.spelling
-            records = spelling.model_records(data)
-            self._models = {m.id: m for m in (Model.from_api(r, spelling.names) for r in records)}
+            records = yield from self._listed()
+            names = self.core.spelling.names
+            self._models = {m.id: m for m in (Model.from_api(r, names) for r in records)}
         return list(self._models.values())
+
+    def _page(self, query: Mapping[str, str] | None) -> Op[tuple[list[Any], dict[str, Any]]]:
+        """One page of the models list: its records, and its other members (beside the list and beside
+        ``data``), where a next page is named."""
+        body = yield from self.core.send(Call("GET", "models", CATALOG, query=query, whole=True))
+        data = body["data"]
+        records = self.core.spelling.model_list(data)
+        page = {k: v for k, v in body.items() if k not in ("success", "data")}
+        if isinstance(data, Mapping):
+            page.update(data)
+        return records, page
+
+    def _listed(self) -> Op[list[Any]]:
+        """Every record of the models list: its pages followed to the end, and the whole checked against
+        the models ``llms.txt`` and ``openapi.json`` list (free reads). A list short of them that names
+        no next page the client can follow is refused naming what is missing: never taken as the catalog.
+        """
+        spelling = self.core.spelling
+        self.pages = []
+        records, first = yield from self._page(None)
+        documented = yield from self.documented()
+        spelling.learn_records(records, {i: d.kind for i, d in (documented or {}).items()} or None)
+        ids = _ids(records, spelling.names.model_id)
+        records = yield from self._follow(records, first, ids)
+        missing = yield from self._missing(set(ids), documented)
+        if missing and not spelling.is_confirmed("models_next"):
+            records = yield from self._guess(records, first, ids)
+            missing = yield from self._missing(set(ids), documented)
+        if missing:
+            raise _short(len(ids), missing, first, spelling.names)
+        return records
+
+    def _follow(self, records: list[Any], page: Mapping[str, Any], ids: list[str]) -> Op[list[Any]]:
+        """``records`` and those of every page after ``page``, as long as one names the next."""
+        names = self.core.spelling.names
+        url = self.core.settings.base_url + path("models")
+        count = len(records)
+        for _ in range(paging.MAX_PAGES):
+            try:
+                nxt = paging.follow(page, names, url, count)
+            except paging.PagingError as exc:
+                raise errors.ServiceResponseError(
+                    f"the models list: {exc}", field=names.models_next
+                ) from None
+            if nxt is None:
+                return records
+            self.pages.append(nxt)
+            more, page = yield from self._page(nxt.params)
+            fresh = [r for r, i in zip(more, _ids(more, names.model_id), strict=True) if i not in ids]
+            if not fresh:
+                raise errors.ServiceResponseError(
+                    f"the models list's {nxt.member} named a next page ({_query(nxt.params)}), but that page "
+                    f'repeats models already read: set {wire.setting("models_next_param")} = "<the query '
+                    f'parameter the service reads it from>" in a names file ({ENV_WIRE})',
+                    field=nxt.member,
+                )
+            ids += _ids(fresh, names.model_id)
+            records = [*records, *fresh]
+            count = len(more)
+        raise errors.ServiceResponseError(
+            f"the models list went on for {paging.MAX_PAGES} pages: "
+            "is MEDIAGEN_BASE_URL the service's address?"
+        )
+
+    def _guess(self, records: list[Any], first: Mapping[str, Any], ids: list[str]) -> Op[list[Any]]:
+        """Try each way the first page may name the next one (:func:`paging.guesses`, a few free reads);
+        one that brings new models is learned (said once) and followed to the end."""
+        spelling = self.core.spelling
+        for guess in paging.guesses(first, spelling.names)[:GUESSES]:
+            try:
+                more, page = yield from self._page(guess.params)
+            except errors.MediagenError:
+                continue
+            fresh = [
+                r for r, i in zip(more, _ids(more, spelling.names.model_id), strict=True) if i not in ids
+            ]
+            if fresh:
+                self.pages.append(guess)
+                [(param, _)] = guess.params.items()
+                spelling.learn("models_next", guess.member, "the member naming the list's next page")
+                spelling.learn("models_next_param", param, "the query parameter of the list's next page")
+                ids += _ids(fresh, spelling.names.model_id)
+                return (yield from self._follow([*records, *fresh], page, ids))
+        return records
+
+    def _missing(self, ids: set[str], documented: "dict[str, documents.Listed] | None") -> Op[list[str]]:
+        """Models the service's documents list that the list does not (llms.txt when it lists every model
+        of the list, else openapi.json's input schemas)."""
+        if documented and ids <= set(documented):
+            return [i for i in documented if i not in ids]
+        try:
+            inputs = documents.openapi_inputs((yield from self.openapi()))
+        except errors.MediagenError:
+            return []
+        return [i for i in inputs if i not in ids] if inputs else []
+
+    def documented(self) -> Op["dict[str, documents.Listed] | None"]:
+        """The models ``llms.txt`` lists (a free read), or None when it cannot be read."""
+        try:
+            text = yield from self.llms_txt()
+        except errors.MediagenError:
+            return None
+        return documents.llms_models(text) or None
 
     def model(self, model_id: str, refresh: bool = False) -> Op[Model]:
         """One catalog model, with ``example`` when the service has one (cached per client)."""
@@ -185,6 +297,12 @@ class Catalog:
         if not isinstance(values, Mapping):
             raise errors.ValidationError(messages.INPUT_NOT_OBJECT, field="input", sent=False)
         props = model.properties if isinstance(model.properties, Mapping) else None
+        ignored = schema.IGNORED_INPUTS.get(model.id, {})
+        dropped = [name for name in values if name in ignored and (props is None or name not in props)]
+        if dropped:
+            for name in dropped:
+                warnings.warn(f"mediagen_nb: {ignored[name]}: {name} is not sent", InputIgnored, stacklevel=4)
+            values = {name: value for name, value in values.items() if name not in dropped}
         unknown = [name for name in values if props is not None and name not in props]
         if unknown and not extra_inputs:
             name = str(unknown[0])
@@ -240,6 +358,39 @@ class Catalog:
                 field=name,
                 sent=False,
             )
+
+
+GUESSES = 24  # free reads spent guessing how a page names the next, at most
+
+
+def _ids(records: list[Any], name: str) -> list[str]:
+    """The ids of records (a record without one is refused when it is read: here it is kept apart)."""
+    return [str(wire.get(r, name)) if isinstance(r, Mapping) else repr(r) for r in records]
+
+
+def _query(params: Mapping[str, str]) -> str:
+    return "&".join(f"{k}={str(v)[:40]}" for k, v in params.items())
+
+
+def _short(
+    count: int, missing: list[str], page: Mapping[str, Any], names: wire.Names
+) -> errors.ServiceResponseError:
+    """The refusal of a models list short of the service's documents."""
+    shown = ", ".join(missing[:5]) + (", …" if len(missing) > 5 else "")
+    others = [m for m in page if m != wire.top(names.models_list)]
+    offered = (
+        f"its answer's other members ({', '.join(others[:8])}) name no next page the client can follow"
+        if others
+        else "its answer names no next page"
+    )
+    return errors.ServiceResponseError(
+        f"the models list holds {count} models, but the service's llms.txt and openapi.json list "
+        f"{count + len(missing)} ({len(missing)} not in the list: {shown}); {offered}: if one of them names "
+        f'the next page, set {wire.setting("models_next")} = "<that member>" and '
+        f'{wire.setting("models_next_param")} = "<the query parameter it is sent back as>" in a names file '
+        f"({ENV_WIRE}; `mediagen doctor` tries each and prints the lines)",
+        field=names.models_list,
+    )
 
 
 def local_items(model: Model, values: Mapping[str, Any]) -> Iterator[tuple[str, int | None, Path, str]]:

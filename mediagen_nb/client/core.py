@@ -12,6 +12,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
@@ -56,12 +57,23 @@ class Slot:
 
 
 class Answer(NamedTuple):
-    """A whole answer: its ``data``, its HTTP status (a start's 201 says this request made it), and
-    whether an earlier try of the same call may have reached the service (then a replay is of it)."""
+    """A whole answer: its ``data``, its HTTP status (a start's 201 says this request made it), whether
+    an earlier try of the same call may have reached the service (then a replay is of it), and when it
+    came on the service's clock: its ``Date`` (Unix seconds, None when it sent none) and the service
+    seconds since the request was first sent (retries included). A resource created before
+    ``date - since_first`` existed before this client asked: a replay."""
 
     data: Any
     status: int
     retried: bool = False
+    date: float | None = None
+    since_first: float = 0.0
+    again: int = 0  # times the request was sent before the one answered (retries)
+
+    @property
+    def first_sent(self) -> float | None:
+        """The latest the request can have been first sent, on the service's clock."""
+        return None if self.date is None else self.date - self.since_first
 
 
 class Core:
@@ -204,6 +216,7 @@ class Core:
         A try that cannot connect never left this machine, but an earlier try of the same call that
         got no whole answer may have reached the service: the call then fails as possibly received.
         """
+        first: float | None = None
         if call.kind == START and call.idempotency_key is None and call.replayable:
             call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
         attempt, refused, silent = 0, 0, 0
@@ -211,6 +224,8 @@ class Core:
         while True:
             call, slot = yield from self._reserve(call)
             error: errors.MediagenError
+            if first is None:
+                first = self.clock.monotonic()
             try:
                 response: httpx.Response = yield call
             except httpx.ConnectError as exc:  # nothing was sent: safe to try again, briefly
@@ -249,7 +264,15 @@ class Core:
                     self.latency.record(spread)
                     yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
-                    return Answer(_decode(call, response), response.status_code, reached is not None)
+                    waited = (self.clock.monotonic() - first) * self.settings.limits.time_scale
+                    return Answer(
+                        _decode(call, response),
+                        response.status_code,
+                        reached is not None,
+                        _service_time(response),
+                        waited,
+                        attempt + refused + silent,
+                    )
                 else:
                     error = errors.from_response(response.status_code, response.content)
                     if isinstance(error, errors.RateLimitError):
@@ -360,6 +383,17 @@ class Core:
             yield Pause(self._real(poll))
 
 
+def _service_time(response: httpx.Response) -> float | None:
+    """An answer's ``Date`` header as Unix seconds (None when absent or unreadable)."""
+    raw = response.headers.get("date")
+    if not raw:
+        return None
+    try:
+        return parsedate_to_datetime(raw).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
 def _decode(call: Call, response: httpx.Response) -> Any:
     """The ``data`` of a success envelope; the whole document for openapi.json; text for llms.txt.
 
@@ -391,7 +425,7 @@ def _decode(call: Call, response: httpx.Response) -> Any:
             "the service sends: is MEDIAGEN_BASE_URL the service's address?",
             field="data",
         )
-    return data
+    return body if call.whole else data
 
 
 def _shape(value: Any) -> str:

@@ -7,16 +7,17 @@ from fractions import Fraction
 from functools import partial
 from typing import Any
 
-from mediagen_nb.client import errors
+from mediagen_nb.client import certain, errors
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog, Measured
 from mediagen_nb.client.checks import checked_id
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.resources import Estimate, Generation, Model, wire_of
-from mediagen_nb.client.starts import Recorded, Start, Starts
+from mediagen_nb.client.starts import Recorded, Start, Starts, known
 from mediagen_nb.client.steps import START, Call, Op, Pause, Record
 from mediagen_nb.protocol import limits as spec_limits
-from mediagen_nb.protocol import states
+from mediagen_nb.protocol import schema, states, wire
+from mediagen_nb.protocol.environment import ENV_WIRE
 
 # Service seconds a wait lasts by default: past the spec's absolute limit a generation can only be stuck.
 GENERATION_WAIT = spec_limits.RUNTIME_HARD_SECONDS + 5 * 60
@@ -37,6 +38,7 @@ class Generations:
 
     def __init__(self, core: Core, catalog: Catalog, starts: Starts) -> None:
         self.core, self.catalog, self.starts = core, catalog, starts
+        self.prices = certain.Prices()  # prices seen by class of input, checked against later answers
 
     def estimate(
         self,
@@ -67,14 +69,76 @@ class Generations:
             Call("POST", "estimate", body={"modelId": model_id, "input": _plain(values)})
         )
         spelling = self.core.spelling
-        estimate = Estimate.from_api(spelling.estimate_data(data, model_id), spelling.names)
+        spelling.estimate_data(data, model_id)
+        if len(certain.price_members(data)) > 1 and not spelling.is_confirmed("estimate_credits"):
+            yield from self._settle_price_member(data, model)
+        estimate = Estimate.from_api(data, spelling.names)
         if estimate.model_id is None:
             estimate = replace(estimate, model_id=model_id)
+        certain.estimate(estimate, data, model, values, self.prices, spelling.names)
         return (
             estimate
             if measured is None or model is None
             else measured_price(estimate, measured, model, values)
         )
+
+    def _settle_price_member(self, data: Mapping[str, Any], model: Model | None) -> Op[None]:
+        """Which of an estimate's numbers is the price, when it carries several and no names file or
+        earlier answer said: the one equal to a flat-priced model's listed price (this model's, or that
+        of the catalog's cheapest flat model without media inputs, estimated once, free); where several
+        are, the one of those that changes between two options of a per-option model (two more free
+        estimates). None left, or several: a ServiceResponseError naming the numbers and the setting."""
+        spelling = self.core.spelling
+        models = yield from self.catalog.models()
+        flat = next(iter(_flat_models(models)), None)
+        members = certain.price_members(data)
+        if model is not None and model.pricing is None and model.credits is not None:
+            flat = model
+        elif flat is not None:
+            members = certain.price_members((yield from self._free_estimate(flat, certain_input(flat))))
+        holding = [name for name, value in members.items() if flat is not None and value == flat.credits]
+        if len(holding) > 1:
+            holding = yield from self._varying(holding, models)
+        if flat is not None and len(holding) == 1:
+            spelling.confirm(
+                "estimate_credits", holding[0], f"an estimate's credits ({flat.id} lists {flat.credits})"
+            )
+            return
+        setting = wire.setting("estimate_credits")
+        raise errors.ServiceResponseError(
+            f"the service's estimate carries several numbers ({certain._shown(certain.price_members(data))}) "
+            "and none of them can be told to be the price"
+            + (
+                f" ({flat.id}, listed at {flat.credits} credits, was estimated as {certain._shown(members)})"
+                if flat
+                else ""
+            )
+            + f': set {setting} = "<the member that is the price>" in a names file ({ENV_WIRE})',
+            field=spelling.names.estimate_credits,
+        )
+
+    def _free_estimate(self, model: Model, values: Mapping[str, Any]) -> Op[Mapping[str, Any]]:
+        answer: Mapping[str, Any] = yield from self.core.send(
+            Call("POST", "estimate", body={"modelId": model.id, "input": dict(values)})
+        )
+        return answer
+
+    def _varying(self, holding: list[str], models: list[Model]) -> Op[list[str]]:
+        """Of ``holding``, the members that change between two options of the first per-option model
+        whose inputs need no media (a price does; a listed figure or a balance does not)."""
+        for model in models:
+            options = _priced_options(model)
+            if len(options) < 2:
+                continue
+            base = certain_input(model)
+            name = options[0][0]
+            answers = []
+            for _, value in options[:2]:
+                answers.append(
+                    certain.price_members((yield from self._free_estimate(model, {**base, name: value})))
+                )
+            return [m for m in holding if answers[0].get(m) != answers[1].get(m)]
+        return holding
 
     def known(self, model_id: Any) -> Op[Model | None]:
         """The catalog's record of ``model_id`` (the cached catalog), or None: the service says why."""
@@ -127,29 +191,29 @@ class Generations:
                 return (yield from self.price(model, values))
             return price
 
-        return (
-            yield from self.starts.start(
-                Start(
-                    ledgers.GENERATION,
-                    model_id,
-                    model_id,
-                    values,
-                    request=lambda key: Call("POST", "run", START, body=body, idempotency_key=key),
-                    parse=Generation.from_api,
-                    recorded=lambda made, answer, _: Recorded(
-                        made.status, made.credits_spent, resource=answer
-                    ),
-                    read=self.generation,
-                    price=priced,
-                    same=_same_generation,
-                    kept=True,
-                    key=idempotency_key,
-                    reuse=reuse,
-                    fresh=fresh,
-                    ledger=ledger,
-                )
+        started = yield from self.starts.start(
+            Start(
+                ledgers.GENERATION,
+                model_id,
+                model_id,
+                values,
+                request=lambda key: Call("POST", "run", START, body=body, idempotency_key=key),
+                parse=Generation.from_api,
+                recorded=lambda made, answer, _: Recorded(made.status, made.credits_spent, resource=answer),
+                read=self.generation,
+                price=priced,
+                same=_same_generation,
+                kept=True,
+                born=lambda made: known(made.created_at),
+                new_statuses=(states.PROCESSING, states.QUEUED),
+                key=idempotency_key,
+                reuse=reuse,
+                fresh=fresh,
+                ledger=ledger,
             )
         )
+        certain.charge(started, model, values if isinstance(values, Mapping) else {}, self.prices)
+        return started
 
     def generation(self, generation_id: str, wait: int | None = None) -> Op[Generation]:
         """Read a generation; with ``wait`` (5 to 55 s) the service holds the request until it ends."""
@@ -273,6 +337,63 @@ class Generations:
             started if started.done else (yield from self.wait(started, timeout=timeout, on_update=on_update))
         )
         return finished.raise_for_status()
+
+
+def _flat_models(models: list[Model]) -> list[Model]:
+    """Flat-priced models whose required inputs need no media file, cheapest first."""
+    runnable = [
+        m
+        for m in models
+        if m.pricing is None
+        and m.credits is not None
+        and not any(
+            schema.media_kind(m.properties[n]) for n in m.required if isinstance(m.properties.get(n), Mapping)
+        )
+    ]
+    return sorted(runnable, key=lambda m: (m.credits or 0, m.id))
+
+
+def _priced_options(model: Model) -> list[tuple[str, Any]]:
+    """The options of the one enum input a media-free model's price varies by (none when it has no such
+    input, or needs a media file)."""
+    if model.pricing is None or any(
+        schema.media_kind(model.properties[n])
+        for n in model.required
+        if isinstance(model.properties.get(n), Mapping)
+    ):
+        return []
+    for name in model.varies_by:
+        prop = model.properties.get(name)
+        if isinstance(prop, Mapping) and isinstance(prop.get("enum"), list) and len(prop["enum"]) > 1:
+            return [(name, value) for value in prop["enum"]]
+    return []
+
+
+def certain_input(
+    model: Model, stand_ins: Mapping[str, str] | None = None, text: str = "A short check of the service."
+) -> dict[str, Any]:
+    """An input with every required field filled, for a free estimate: defaults, first options, the
+    least number, ``text``; a media field by ``stand_ins[kind]`` (a URL no one can read: an estimate then
+    assumes the spec's 30 s), else left out."""
+    values: dict[str, Any] = {}
+    for name in model.required:
+        prop = model.properties.get(name)
+        prop = prop if isinstance(prop, Mapping) else {}
+        kind = schema.media_kind(prop)
+        if kind is not None:
+            if stand_ins is not None and kind in stand_ins:
+                values[name] = [stand_ins[kind]] if prop.get("type") == "array" else stand_ins[kind]
+        elif "default" in prop:
+            values[name] = prop["default"]
+        elif isinstance(prop.get("enum"), list) and prop["enum"]:
+            values[name] = prop["enum"][0]
+        elif prop.get("type") in ("integer", "number"):
+            values[name] = prop.get("minimum", 1)
+        elif prop.get("type") == "boolean":
+            values[name] = False
+        else:
+            values[name] = text
+    return values
 
 
 def _same_generation(current: Generation, entry: ledgers.Entry) -> bool:

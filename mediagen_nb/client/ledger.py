@@ -423,6 +423,12 @@ class Ledger:
             (key, where.instance, STARTING),
         )
 
+    def replayed(self, key: str, where: Where) -> None:
+        """A start the service answered with what was made before it was sent (its key's start made
+        elsewhere: another machine, a colleague): nothing was spent now, so the intent is dropped and
+        usage and balance never count it (whoever started it counts it; sent again, it is a replay again)."""
+        self.refused(key, where)
+
     def update(
         self,
         where: Where,

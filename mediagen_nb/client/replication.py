@@ -118,6 +118,7 @@ class Replication:
             reuse=reuse,
             fresh=fresh,
             ledger=ledger,
+            new_statuses=(states.ANALYZING,),
         )
 
     def analysis(self, analysis_id: str) -> Op[Analysis]:
@@ -241,9 +242,19 @@ class Replication:
                     reuse=reuse,
                     fresh=fresh,
                     ledger=ledger,
+                    born=self._born,
                 )
             )
         )
+
+    def _born(self, run: ReplicationRun) -> Op[str | None]:
+        """When a started run was made: its start answers only its id, so it is read once (free), for a
+        replay made elsewhere to count as reuse."""
+        data = yield from self.core.send(
+            Call("GET", "replication_run", params={"id": checked_id(run.id, "run")})
+        )
+        created = data.get("createdAt") if isinstance(data, Mapping) else None
+        return created if isinstance(created, str) else None
 
     def replication_run(self, run_id: str) -> Op[ReplicationRun]:
         """Read a replication run."""

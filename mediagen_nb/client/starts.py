@@ -12,6 +12,7 @@ So a new paid endpoint is one :class:`Start`: what it asks, how it is sent, read
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import partial
 from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 
@@ -41,6 +42,20 @@ class Resource(Protocol):
 
 
 R = TypeVar("R", bound=Resource)
+# Service seconds a resource must predate a start's first send by to count as made before it: the
+# service's machines' clocks may differ by this much (the Date header's own second is already allowed).
+REPLAY_MARGIN = 2.0
+
+
+def _instant(text: str | None) -> float | None:
+    """An ISO 8601 time (``createdAt``) as Unix seconds, None when absent or unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment.timestamp() if moment.tzinfo is not None else None
 
 
 class Recorded(NamedTuple):
@@ -60,6 +75,12 @@ def listed(price: int | None) -> Callable[[], Op[int | None]]:
         yield  # a generator of no steps
 
     return known
+
+
+def known(value: Any) -> Op[Any]:
+    """``value``, as an operation of no steps."""
+    return value
+    yield  # a generator of no steps
 
 
 @dataclass(frozen=True)
@@ -89,6 +110,15 @@ class Start(Generic[R]):
     reuse: bool = False  # the key derives from the ask: an earlier start of it is returned
     fresh: bool = False  # with ``reuse``: the next variation instead
     ledger: "ledgers.Ledger | str | None" = None
+    # False when the service may not read the start's idempotency key (its name is not confirmed): a
+    # start whose answer was lost is then never sent again, by a retry or a re-run; ``unkeyed`` says why.
+    resend: bool = True
+    unkeyed: str = ""
+    # What tells a replay (a start the service answers with what was made before it was asked, by this
+    # key elsewhere: another machine, a colleague, an agent): when the resource was made, on the service's
+    # clock, and the statuses a new start answers with (an answer in another was made earlier).
+    born: "Callable[[R], Op[str | None]]" = lambda resource: known(None)
+    new_statuses: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,10 +160,50 @@ class Starts:
             earlier = yield from self._resume(start, found.entry, book)
             if earlier is not None:
                 return earlier
+            if found.entry.sent_unanswered and not start.resend:
+                raise errors.StartUncertain(
+                    f"{start.what}: an earlier start of it got no answer and may have been charged; it is "
+                    f"not sent again, {start.unkeyed} (a new start, fresh=True or another key, may be "
+                    "charged too)",
+                    key=found.key,
+                    credits=found.entry.credits or None,
+                )
         price = yield from start.price()
-        resource, answer, hold = yield from self._send(start, found, price, book)
+        resource, answer, hold, answered = yield from self._send(start, found, price, book)
+        # A replay of a start no process of this ledger wrote was made elsewhere (another machine, a
+        # colleague): its intent here is dropped. One of an intent already held is that writer's.
+        elsewhere = not hold.ours and found.entry is None
+        if hold.ours or elsewhere:
+            replayed = elsewhere or (yield from self._replayed(start, found.key, resource, answered, book))
+            if replayed:
+                self.core.budget.release(hold.budget)
+                yield Record(partial(book.replayed, found.key, self.core.where))
+                self.core.track(resource.id, book, started=False)
+                return replace(resource, reused=True)
         yield from self._record(found.key, hold, book, resource.id, start.recorded(resource, answer, price))
         return resource if hold.ours else replace(resource, reused=True)
+
+    def _replayed(
+        self, start: Start[R], key: str, resource: R, answered: Answer, book: ledgers.Ledger
+    ) -> Op[bool]:
+        """Whether the service answered this start with what existed before it was sent (a replay of its
+        key made elsewhere): a resource in a state no new start answers with, one created before the
+        request first left (on the service's clock, :class:`Answer`), or one the ledger holds under
+        another start. Such a start is reuse: nothing was spent now. A start another process sharing
+        this ledger sent too (it touched our intent) stays ours, as the ledger says: that process
+        counts it as the other's."""
+        entry: ledgers.Entry | None = yield Record(partial(book.lookup, key, self.core.where))
+        if entry is not None and entry.updated_at > entry.started_at:
+            return False  # another process of this ledger sent the same start: the ledger says it is ours
+        fresh = start.new_statuses
+        if not answered.again and fresh and resource.status is not None and resource.status not in fresh:
+            return True  # one send, answered with what has moved on: made before (a retry's may be ours)
+        born = _instant((yield from start.born(resource)))
+        sent = answered.first_sent
+        if born is not None and sent is not None and born < sent - REPLAY_MARGIN:
+            return True
+        holder: ledgers.Entry | None = yield Record(partial(book.of_resource, resource.id, self.core.where))
+        return holder is not None and holder.key != key
 
     def earlier(self, start: Start[R]) -> Op[R | None]:
         """The resource an earlier start of the same ask made, read again (no charge); None if none."""
@@ -211,7 +281,7 @@ class Starts:
 
     def _send(
         self, start: Start[R], found: Found, price: int | None, book: ledgers.Ledger
-    ) -> Op[tuple[R, Any, Hold]]:
+    ) -> Op[tuple[R, Any, Hold, Answer]]:
         """Hold the price, write the intent, send; the answer read as a resource, the answer, the hold.
 
         A refused start drops its intent and hold (nothing was charged). A start that got no answer
@@ -259,10 +329,14 @@ class Starts:
                 yield Record(partial(book.unanswered, key, core.where, str(exc)))
             cost = f"up to {price} credits" if price is not None else "its price"
             unusable = isinstance(exc, errors.ServiceResponseError)
+            again = (
+                "Running the same start again resumes it at no cost"
+                if start.resend
+                else f"It is not sent again, {start.unkeyed}"
+            )
             raise errors.StartUncertain(
                 f"{start.what}: no {'usable ' if unusable else ''}answer to the start ({exc.message}); the "
-                f"service may have started it and charged {cost}. Running the same start again resumes it "
-                "at no cost",
+                f"service may have started it and charged {cost}. {again}",
                 key=key,
                 credits=price,
             ) from (exc if unusable else None)
@@ -275,7 +349,7 @@ class Starts:
         made = not replayed(answered)
         if not made:
             core.budget.release(hold)
-        return resource, answer, Hold(hold if made else None, made)
+        return resource, answer, Hold(hold if made else None, made), answered
 
     def _record(
         self, key: str, hold: Hold, book: ledgers.Ledger, resource_id: str, seen: Recorded

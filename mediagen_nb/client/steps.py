@@ -31,6 +31,7 @@ class Call:
     # False for a start the service cannot deduplicate (reedit has no idempotency key): after an
     # ambiguous failure (a broken connection, a 500) it may have started, so it is not sent again.
     replayable: bool = True
+    whole: bool = False  # the whole answer (its ``data`` checked), not only ``data``: a page's members
     key: Secret | None = None  # filled by the engine
 
 

@@ -8,8 +8,10 @@ bounds the most a job can spend at its target length, which a start under a budg
 """
 
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from mediagen_nb.client import errors
@@ -19,9 +21,10 @@ from mediagen_nb.client.checks import checked_id
 from mediagen_nb.client.core import POLL_SECONDS, Core
 from mediagen_nb.client.resources import Model, ShortVideoJob, VideoOptions
 from mediagen_nb.client.starts import Recorded, Start, Starts
-from mediagen_nb.client.steps import START, Call, Op
+from mediagen_nb.client.steps import START, Call, Op, Record
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages, states, wire
+from mediagen_nb.protocol.environment import ENV_WIRE
 
 # The spec's typical chain (what the job runs, step by step), priced from the catalog.
 CHAIN = (("presenter image", "gpt-image-2"), ("voice", "zonos2"), ("lip-sync", "infinitetalk-fast"))
@@ -75,11 +78,42 @@ class VideoEstimate:
         return f"<div>{escape(str(self))}</div>"
 
 
+UNKEYED = (
+    "as the service may not read its idempotency key: the start body's names are not confirmed (the [job] "
+    f"table of a names file, {ENV_WIRE}, or the agent server's make_video schema confirms them)"
+)
+
+
+class BodyUnconfirmed(UserWarning):
+    """The topic-to-video start body's names could not be confirmed: lost starts are not sent again."""
+
+
+class JobDiffers(UserWarning):
+    """A job's read shows what its start did not ask, or a finished job's read lacks its results."""
+
+
+def _tool_schemas(core: Core) -> dict[str, Any]:
+    from mediagen_nb.client.agent import tool_schemas  # the MCP SDK loads with it, on use
+
+    return tool_schemas(core)
+
+
+def _same_ask(meaning: str, wanted: Any, shown: Any) -> bool:
+    """Whether a job's read shows what its start asked: a topic may be cut near 900 characters."""
+    if meaning == "topic" and isinstance(wanted, str) and isinstance(shown, str):
+        return wanted.strip().startswith(shown.strip()[:200]) and bool(shown.strip())
+    if meaning == "seconds" and isinstance(shown, (int, float)) and not isinstance(shown, bool):
+        return float(shown) == float(wanted)
+    return bool(shown == wanted)
+
+
 class Videos:
     """Operations of the topic-to-video API, over the core, the catalog and the paid start."""
 
     def __init__(self, core: Core, catalog: Catalog, starts: Starts) -> None:
         self.core, self.catalog, self.starts = core, catalog, starts
+        self._asked: dict[str, dict[str, Any]] = {}  # job id -> what its start asked, by meaning
+        self._warned: set[str] = set()  # jobs a read was warned of
 
     def video_estimate(self, seconds: float | None = None) -> Op[VideoEstimate]:
         """The least a job costs by the catalog's listed prices (lip-sync is billed by speech length),
@@ -129,6 +163,7 @@ class Videos:
                 field="seconds",
                 sent=False,
             )
+        confirmed = yield from self._body_confirmed()
         names = self.core.spelling.names
         asked = {
             name: value
@@ -161,34 +196,75 @@ class Videos:
             body = {**asked, names.job_idempotency: key}  # in the body, as the spec says
             if webhook is not None:
                 body[names.job_webhook] = webhook
-            return Call("POST", "job_start", START, body=body)
+            return Call("POST", "job_start", START, body=body, replayable=confirmed)
 
-        return (
-            yield from self.starts.start(
-                Start(
-                    ledgers.JOB,
-                    "the topic-to-video job",
-                    None,
-                    asked,
-                    request=request,
-                    parse=lambda data: ShortVideoJob.from_api(
-                        {"status": states.SCRIPTING, "topic": topic, **data}, names
-                    ),
-                    recorded=_held_until_it_ends,
-                    read=self.job,
-                    price=priced,
-                    key=idempotency_key,
-                    reuse=reuse,
-                    fresh=fresh,
-                    ledger=ledger,
-                )
+        job = yield from self.starts.start(
+            Start(
+                ledgers.JOB,
+                "the topic-to-video job",
+                None,
+                asked,
+                request=request,
+                parse=lambda data: ShortVideoJob.from_api(
+                    {"status": states.SCRIPTING, "topic": topic, **data}, names
+                ),
+                recorded=_held_until_it_ends,
+                read=self.job,
+                price=priced,
+                key=idempotency_key,
+                reuse=reuse,
+                fresh=fresh,
+                ledger=ledger,
+                resend=confirmed,
+                unkeyed=UNKEYED,
+                born=self._born,
             )
         )
+        self._asked[job.id] = {
+            meaning: value
+            for meaning, value in (("topic", topic), ("seconds", seconds), ("voice", voice), ("flow", flow))
+            if value is not None
+        }
+        return job
+
+    def _born(self, job: ShortVideoJob) -> Op[str | None]:
+        """When a started job was made: its start answers only its id, so it is read once (free)."""
+        data = yield from self.core.send(Call("GET", "job", params={"id": checked_id(job.id, "job")}))
+        created = data.get("createdAt") if isinstance(data, Mapping) else None
+        return created if isinstance(created, str) else None
+
+    def _body_confirmed(self) -> Op[bool]:
+        """Whether the start body's names are settled (a names file's ``[job]``, or read once from the
+        agent server's ``make_video`` schema, free); said once when they cannot be."""
+        spelling = self.core.spelling
+        if spelling.job_body_confirmed() or spelling.agent_asked:
+            return spelling.job_body_confirmed()
+        spelling.agent_asked = True
+        why = ""
+        try:
+            schemas = yield Record(partial(_tool_schemas, self.core))
+        except errors.MediagenError as exc:
+            why = f"the agent server's make_video schema could not be read ({exc.message[:120]})"
+        else:
+            unsettled = spelling.learn_job_body(schemas.get("make_video"))
+            if unsettled:
+                why = f"make_video's schema does not tell {', '.join(unsettled)} apart"
+        if why:
+            warnings.warn(
+                f"mediagen_nb: the topic-to-video start body's names are not confirmed: {why}. A start whose "
+                "answer is lost is not sent again (so no job is charged twice); the [job] table of a names "
+                f"file ({ENV_WIRE}; `mediagen doctor` prints it) confirms them",
+                BodyUnconfirmed,
+                stacklevel=2,
+            )
+        return spelling.job_body_confirmed()
 
     def job(self, job_id: str) -> Op[ShortVideoJob]:
         """Read a topic-to-video job."""
         data = yield from self.core.send(Call("GET", "job", params={"id": checked_id(job_id, "job")}))
-        job = ShortVideoJob.from_api(data, self.core.spelling.names)
+        spelling = self.core.spelling
+        job = ShortVideoJob.from_api(spelling.job_data(data), spelling.names)
+        self._check(job)
         # The charge is final once the job ends (a failed job is refunded in full); until then the
         # ledger and the budget keep what the start held, the most the job can spend.
         charged = (0 if job.status == states.FAILED else job.credits_used) if job.done else None
@@ -202,10 +278,58 @@ class Videos:
         )
         return job
 
+    def _check(self, job: ShortVideoJob) -> None:
+        """Warn once per job when a read shows what its start did not ask (the body's names were read
+        otherwise), and when a finished job's read lacks its script, portrait, lip-sync or credits."""
+        if job.id in self._warned:
+            return
+        asked = self._asked.get(job.id, {})
+        names = self.core.spelling.names
+        differs = [
+            f"{meaning} {shown!r} (asked {wanted!r})"
+            for meaning, wanted, shown in (
+                ("topic", asked.get("topic"), job.topic),
+                ("seconds", asked.get("seconds"), job.seconds),
+                ("voice", asked.get("voice"), job.voice),
+                ("flow", asked.get("flow"), job.flow),
+            )
+            if wanted is not None and not _same_ask(meaning, wanted, shown)
+        ]
+        if differs and all(d.startswith("voice ") for d in differs):
+            differs = []  # alone it proves nothing: a voice not of the chosen gender falls back (the spec)
+        lacking = []
+        if job.status == states.DONE:
+            lacking = [
+                f"{label} ({wire.setting(attribute)} = {getattr(names, attribute)!r})"
+                for label, attribute, value in (
+                    ("script", "job_script", job.script),
+                    ("presenter image", "job_portrait", job.portrait_url),
+                    ("lip-synced video", "job_lipsync", job.lipsync_video_url),
+                    ("credits", "job_credits", job.credits_used),
+                )
+                if value is None
+            ]
+        if not differs and not lacking:
+            return
+        self._warned.add(job.id)
+        said = []
+        if differs:
+            said.append(
+                f"it was made with {', '.join(differs)}: the start body's names are not the service's (set "
+                f"the [job] table of a names file, {ENV_WIRE}; `mediagen doctor` prints it)"
+            )
+        if lacking:
+            said.append(
+                f"its read has no {', '.join(lacking)}: these are shown as None, not read; set the service's "
+                f"names in a names file ({ENV_WIRE}); its credits come from the ledger"
+            )
+        warnings.warn(f"mediagen_nb: job {job.id} {job.status}: " + "; ".join(said), JobDiffers, stacklevel=3)
+
     def video_options(self) -> Op[VideoOptions]:
         """Voices by gender, looks, edit styles and length bounds."""
         data = yield from self.core.send(Call("GET", "job_options"))
-        return VideoOptions.from_api(data, self.core.spelling.names)
+        spelling = self.core.spelling
+        return VideoOptions.from_api(spelling.options_data(data), spelling.names)
 
     def reedit(
         self, job_id: str, *, flow: str | None = None, captions: bool | None = None, music: bool | None = None

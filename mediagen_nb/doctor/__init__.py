@@ -1,28 +1,34 @@
 """``mediagen doctor``: first contact with a service, with calls that cost nothing.
 
 It checks the configured service (``MEDIAGEN_BASE_URL`` and ``MEDIAGEN_API_KEY``, else the embedded
-sandbox) the way the client will use it: the catalog endpoints and their shapes, ``openapi.json`` and
-``llms.txt``, one estimate per pricing type, the topic-to-video options and the free refusals
-(``checks.py``), comparing status codes, message starts and shapes with what the client expects. It
-prints a table, each check passed or failed with what differed and the setting that fixes it, and
-exits 0 when every check passed, 1 otherwise (2 for a mistake in the command). ``--paid N
---max-credits C`` also spends credits (``paid.py``); ``--record DIR`` saves every exchange, keys
-scrubbed and no media bytes, to become replay tests; ``--json`` prints one document for scripts.
+sandbox) the way the client will use it: the models list (every page) against ``llms.txt`` and
+``openapi.json``, one estimate per pricing type (each option of a per-option model), the topic-to-video
+options and the start body's names (the agent server's ``make_video`` schema), run through the client
+itself (``shapes.py``), and the catalog's single-model answer and the free refusals on the wire
+(``checks.py``). It prints a table, each check passed or failed with what differed and the fix, the
+names-file lines of every name the service spells otherwise, and exits 0 when every check passed, 1
+otherwise (2 for a mistake in the command). ``--paid N --max-credits C`` also spends credits
+(``paid.py``); ``--record DIR`` saves every exchange, keys scrubbed and no media bytes, to become
+replay tests; ``--json`` prints one document for scripts.
 """
 
 import argparse
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+from mediagen_nb.client import Client
 from mediagen_nb.client.errors import ConfigurationError, MediagenError
-from mediagen_nb.doctor import checks
+from mediagen_nb.doctor import checks, shapes
 from mediagen_nb.doctor.checks import Found, Result
-from mediagen_nb.doctor.paid import PaidRefused, paid, plan
+from mediagen_nb.doctor.paid import PaidRefused, paid, plan, recording
 from mediagen_nb.doctor.probe import Probe
-from mediagen_nb.protocol import wire
+from mediagen_nb.protocol import tls, wire
 from mediagen_nb.protocol.environment import ENV_WIRE
 
 OK, FAILED, REFUSED = 0, 1, 2
@@ -51,27 +57,37 @@ def examine(
     probe: Probe, settings: Any, runs: int | None, max_credits: int | None
 ) -> tuple[list[Result], Found]:
     """Every check, in order; the paid one last, and only when asked."""
-    spelling = settings.spelling
     found = Found([], {})
-    results = checks.catalog(probe, spelling, found)
-    if found.models:
-        results += checks.model_detail(probe, spelling, found)
-        results += checks.documents(probe, found)
-        results += checks.estimates(probe, spelling, found)
-        results += checks.refusals(probe, found)
-        results += checks.video_options(probe, spelling)
+    check = ["catalog: models"]
+    with (
+        httpx.Client(event_hooks=recording(probe, check), verify=tls.context()) as http,
+        Client(settings=settings, http_client=http) as client,
+    ):
+        results = shapes.catalog(client, found)
+        if found.models:
+            results += checks.model_detail(probe, settings.spelling, found)
+            check[0] = "documents"
+            results += shapes.document_checks(client, found)
+            check[0] = "estimates"
+            results += shapes.estimates(client, found)
+            results += checks.refusals(probe, found)
+            check[0] = "topic-to-video"
+            results += shapes.video_options(client, found)
+            results += shapes.job_body(client, found)
     if runs is not None and max_credits is not None:
         model, _ = plan(found.models, runs, max_credits)
         with tempfile.TemporaryDirectory(prefix="mediagen-doctor-") as scratch:
-            results += paid(settings, probe, model, runs, Path(scratch))
+            results += paid(settings, probe, model, runs, max_credits, found, Path(scratch))
     return results, found
 
 
 def names_file(settings: Any, found: Found) -> str | None:
-    """The lines of a names file that would settle every name the service spells otherwise."""
-    if not found.learned:
+    """The lines of a names file that would settle every name the service spells otherwise (and pin how
+    its models list pages)."""
+    if not found.learned and not found.pinned:
         return None
-    return wire.dump(settings.spelling.names, frozenset(found.learned))
+    names = replace(settings.spelling.names, **found.pinned)
+    return wire.dump(names, frozenset(found.learned) | frozenset(found.pinned))
 
 
 def table(service: str, names: str, results: list[Result], suggested: str | None) -> str:
@@ -85,6 +101,8 @@ def table(service: str, names: str, results: list[Result], suggested: str | None
     lines.append(f"{len(results)} checks: {passed} passed, {len(results) - passed} failed")
     if suggested:
         lines += [f"Put these lines in names.toml and set {ENV_WIRE}=names.toml:", suggested.rstrip()]
+    elif any(not r.ok and r.fix.startswith(shapes.NAMES_FIX) for r in results):
+        lines.append("(no names-file line can be printed: see each fix above)")
     return "\n".join(lines)
 
 

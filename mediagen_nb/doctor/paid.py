@@ -18,9 +18,9 @@ import httpx
 from mediagen_nb.client import Client, MediagenError
 from mediagen_nb.client.config import Settings
 from mediagen_nb.client.resources import Generation, Model
-from mediagen_nb.doctor.checks import REPORT, Result, credits, minimal_input
-from mediagen_nb.doctor.probe import Exchange, Probe
-from mediagen_nb.protocol import states, tls
+from mediagen_nb.doctor.checks import REPORT, Found, Result, credits, minimal_input
+from mediagen_nb.doctor.probe import Exchange, Probe, answer_body
+from mediagen_nb.protocol import limits, states, tls
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.protocol.schema import media_kind
 
@@ -62,8 +62,8 @@ def plan(models: list[Model], runs: int, max_credits: int) -> tuple[Model, int]:
     return model, total
 
 
-def _recording(probe: Probe, check: list[str]) -> dict[str, list[Any]]:
-    """httpx event hooks that keep every exchange of the paid runs in the probe (and its recording)."""
+def recording(probe: Probe, check: list[str]) -> dict[str, list[Any]]:
+    """httpx event hooks that keep every exchange of a client's calls in the probe (and its recording)."""
 
     def keep(response: httpx.Response) -> None:
         response.read()
@@ -72,21 +72,21 @@ def _recording(probe: Probe, check: list[str]) -> dict[str, list[Any]]:
             body: Any = json.loads(request.content) if request.content else None
         except ValueError:
             body = None
-        try:
-            answer: Any = response.json()
-        except ValueError:
-            answer = {"bytes": len(response.content)}
-        sent = {"method": request.method, "path": request.url.path, "body": body, "key": True}
+        answer = answer_body(response)
+        keyed = "authorization" in request.headers
+        sent = {"method": request.method, "path": request.url.path, "body": body, "key": keyed}
         exchange = Exchange(
             check[0], request.method, request.url.path, response.status_code, answer, sent=sent
         )
         probe.exchanges.append(exchange)
-        probe.save(exchange, keyed="authorization" in request.headers)
+        probe.save(exchange, keyed=keyed)
 
     return {"response": [keep]}
 
 
-def paid(settings: Settings, probe: Probe, model: Model, runs: int, scratch: Path) -> list[Result]:
+def paid(
+    settings: Settings, probe: Probe, model: Model, runs: int, max_credits: int, found: Found, scratch: Path
+) -> list[Result]:
     """Run the paid check (see the module) and compare what the service reports."""
     price = model.credits or 0
     check = ["paid: runs"]
@@ -94,8 +94,8 @@ def paid(settings: Settings, probe: Probe, model: Model, runs: int, scratch: Pat
     keys = [f"mediagen-doctor-{session}-{n}" for n in range(1, runs + 1)]
     values = minimal_input(model)
     with (
-        httpx.Client(event_hooks=_recording(probe, check), verify=tls.context()) as http,
-        Client(settings=settings, http_client=http) as client,
+        httpx.Client(event_hooks=recording(probe, check), verify=tls.context()) as http,
+        Client(settings=settings, http_client=http, ledger=str(scratch / "ledger.sqlite")) as client,
     ):
         try:
             started = [client.run(model.id, values, idempotency_key=key) for key in keys]
@@ -107,12 +107,46 @@ def paid(settings: Settings, probe: Probe, model: Model, runs: int, scratch: Pat
             ended = [client.wait(generation) for generation in started]
         except MediagenError as exc:
             return [Result(check[0], False, f"{type(exc).__name__}: {exc}", REPORT)]
+        check[0] = "paid: topic-to-video"
+        job = _job(client, found, max_credits - price * runs, scratch)
     ledger = _sandbox_ledger(probe, {g.id for g in started})
     return [
         _charges(started, price, model, ledger),
         _replay(probe, started[0], again, ledger),
         _refunds(ended, price, ledger),
+        job,
     ]
+
+
+def _job(client: Client, found: Found, left: int, scratch: Path) -> Result:
+    """One topic-to-video job of the shortest length, when the credits left allow the most it can spend:
+    its read names learned (the lines printed), what it was asked shown back, its credits read."""
+    from mediagen_nb.doctor.shapes import verdict, watch
+
+    check = "paid: topic-to-video"
+    least = limits.SHORT_VIDEO_SECONDS_MIN
+    try:
+        most = client.video_estimate(least).at_most
+    except MediagenError as exc:
+        return Result(check, False, f"cannot price a job: {exc}", REPORT)
+    if most > left:
+        return Result(
+            check,
+            True,
+            f"skipped: a {least} s job can spend up to {most} credits and --max-credits leaves {left} (a "
+            f"--max-credits {most - left} higher runs one, and confirms its read's names)",
+        )
+
+    def make() -> Any:
+        job = client.make_video("mediagen doctor: a check of the service", seconds=least)
+        return client.wait_job(job, poll=10)
+
+    seen = watch(client, found, make)
+    ended = seen.value
+    detail = ""
+    if ended is not None:
+        detail = f"{ended.status}, {ended.credits_used} credits, script and lip-sync read"
+    return verdict(check, seen, detail)
 
 
 def _sandbox_ledger(probe: Probe, ids: set[str]) -> list[Mapping[str, Any]] | None:

@@ -122,7 +122,7 @@ class Probe:
         except httpx.HTTPError as exc:
             found = Exchange(check, method, target, 0, None, f"{type(exc).__name__}: {exc}"[:200], sent)
         else:
-            found = Exchange(check, method, target, response.status_code, _body(response), sent=sent)
+            found = Exchange(check, method, target, response.status_code, answer_body(response), sent=sent)
         self.exchanges.append(found)
         self.save(found, secret is not None)
         return found
@@ -143,7 +143,7 @@ class Probe:
         )
 
 
-def _body(response: httpx.Response) -> Any:
+def answer_body(response: httpx.Response) -> Any:
     """An answer's JSON, or its text; for anything else (media, a binary) only its size and type."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     raw = response.content[:MAX_BODY]

@@ -44,6 +44,13 @@ def _is_type(value: Any, kind: str | None) -> bool:
     return isinstance(value, _PYTHON_TYPES.get(kind, object))
 
 
+# Inputs the spec says a model ignores, though its schema does not list them: sent to it, they change
+# nothing, so the client drops them with a note rather than refusing a call the service would run.
+IGNORED_INPUTS: dict[str, dict[str, str]] = {
+    "infinitetalk-fast": {"resolution": "infinitetalk-fast renders 480p only and ignores resolution"},
+}
+
+
 def is_missing(value: Any) -> bool:
     """Absent for the service: None, or a blank string."""
     return value is None or (isinstance(value, str) and not value.strip())

@@ -12,9 +12,16 @@ A names file has one table per answer or body, each key the toolkit's word for a
     list = "items"
     output_type = "type"
     credits = "creditCost"
+    next = "nextCursor"  # the member of a page of the list that names the next page ...
+    next_param = "cursor"  # ... and the query parameter it is sent back as
 
     [estimate]           # POST /v1/estimate's data
-    credits = "cost"
+    credits = "price.credits"   # a member one level deeper: a dotted path
+
+A name in an answer may be a dotted path (``price.credits``: the member ``credits`` of the object
+``price``); a name in a body (``[job]``) is a name. The ``[serve]`` table is read by the sandbox
+alone (:class:`Serve`): how it pages the models list, the type and case of the values the spec makes
+certain, and the other numbers an estimate carries, so tests can serve any shape a service may have.
 """
 
 import json
@@ -40,6 +47,8 @@ LISTED_MEDIA_SECONDS = 10.0  # ours: the listed cost of a model billed by media 
 MODEL_PREVIEW = "previewUrl"
 MODEL_LINKS = "links"  # {"run": ..., "poll": ...}
 MODELS_LIST = "models"  # data.models of the list endpoint (data is an object)
+MODELS_NEXT = "nextCursor"  # a page of the list: the member naming the next page (ours never pages)
+MODELS_NEXT_PARAM = "cursor"  # the query parameter the next page is asked for with
 
 # POST /v1/estimate response data.
 ESTIMATE_MODEL = "modelId"
@@ -99,6 +108,8 @@ TABLES: dict[str, dict[str, str]] = {
         "model_credits": "credits",
         "model_preview": "preview",
         "model_links": "links",
+        "models_next": "next",
+        "models_next_param": "next_param",
     },
     "estimate": {"estimate_model": "model", "estimate_credits": "credits", "estimate_billing": "billing"},
     "job": {
@@ -133,6 +144,31 @@ TABLES: dict[str, dict[str, str]] = {
     "blueprint": {"blueprint_started": "started", "blueprint_reason": "reason"},
 }
 PRICING_TABLE = "pricing_types"  # ours -> theirs, e.g. per_option = "by_quality"
+SERVE_TABLE = "serve"  # the sandbox's shape of its answers (read by the sandbox alone)
+BODY_TABLES = ("job",)  # names of a request body: names, never paths
+LIST_MEMBERS = ("models_list", "models_next", "models_next_param")  # of the list answer, not a record
+PAGING = ("cursor", "page", "offset", "link")
+NUMBER_TYPES = ("string", "float")
+CASES = ("upper", "title")
+EXTRA_NUMBERS = ("balance", "balance_after", "listed")
+
+
+@dataclass(frozen=True)
+class Serve:
+    """How a sandbox shapes its answers beyond names (``[serve]``): none of it is the client's to set.
+
+    ``page_size`` models a page (0: the whole list), ``paging`` how the next page is named (a cursor,
+    a page number, an offset, or a link); ``numbers`` sends credit figures as strings or floats and
+    ``case`` output kinds and statuses in another case (values the spec makes certain, in another type
+    or case); ``estimate_extra`` adds members to every estimate (name -> ``balance``, ``balance_after``,
+    ``listed`` or an integer): numbers that are not the price.
+    """
+
+    page_size: int = 0
+    paging: str = "cursor"
+    numbers: str | None = None
+    case: str | None = None
+    estimate_extra: Mapping[str, str | int] = field(default_factory=dict)
 
 
 class WireError(ValueError):
@@ -152,6 +188,8 @@ class Names:
     model_credits: str = MODEL_CREDITS
     model_preview: str = MODEL_PREVIEW
     model_links: str = MODEL_LINKS
+    models_next: str = MODELS_NEXT
+    models_next_param: str = MODELS_NEXT_PARAM
     estimate_model: str = ESTIMATE_MODEL
     estimate_credits: str = ESTIMATE_CREDITS
     estimate_billing: str = ESTIMATE_BILLING
@@ -181,6 +219,7 @@ class Names:
     blueprint_started: str = BLUEPRINT_STARTED
     blueprint_reason: str = BLUEPRINT_REASON
     pricing_types: Mapping[str, str] = field(default_factory=lambda: {name: name for name in PRICING_TYPES})
+    serve: Serve = field(default_factory=Serve)
 
     def pricing_type(self, ours: str | None) -> str | None:
         """Our pricing type name as this spelling writes it."""
@@ -228,18 +267,52 @@ def parse(data: Mapping[str, Any], where: str = "names") -> tuple[Names, frozens
         if table == PRICING_TABLE:
             changes["pricing_types"] = _pricing_types(values, where)
             continue
+        if table == SERVE_TABLE:
+            changes["serve"] = _serve(values, where)
+            continue
         if known is None or not isinstance(values, Mapping):
-            tables = ", ".join([*TABLES, PRICING_TABLE])
+            tables = ", ".join([*TABLES, PRICING_TABLE, SERVE_TABLE])
             raise WireError(f"names file {where}: [{table}] is not a table of names (tables: {tables})")
         for key, value in values.items():
             if key not in known:
                 raise WireError(f"names file {where}: [{table}] has no {key!r} (keys: {', '.join(known)})")
             if not isinstance(value, str) or not value.strip():
                 raise WireError(f"names file {where}: [{table}] {key} must be a field name, not {value!r}")
-            changes[known[key]] = value.strip()
+            value = value.strip()
+            if "." in value and (table in BODY_TABLES or known[key] == "models_next_param"):
+                raise WireError(f"names file {where}: [{table}] {key} = {value!r}: a name here, not a path")
+            if any(not part for part in value.split(".")):
+                raise WireError(f"names file {where}: [{table}] {key} = {value!r} is not a path of names")
+            changes[known[key]] = value
     names = replace(DEFAULT, **changes)
     _distinct(names, where)
     return names, frozenset(changes)
+
+
+def _serve(values: Any, where: str) -> Serve:
+    """The ``[serve]`` table, each key checked."""
+    said = f"names file {where}: [{SERVE_TABLE}]"
+    if not isinstance(values, Mapping):
+        raise WireError(f"{said} is a table (page_size, paging, numbers, case, estimate_extra)")
+    allowed = {"page_size", "paging", "numbers", "case", "estimate_extra"}
+    unknown = sorted(set(values) - allowed)
+    if unknown:
+        raise WireError(f"{said} has no {unknown[0]!r} (keys: {', '.join(sorted(allowed))})")
+    size = values.get("page_size", 0)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise WireError(f"{said} page_size must be a whole number of models (0: no pages)")
+    for key, choices in (("paging", PAGING), ("numbers", NUMBER_TYPES), ("case", CASES)):
+        if key in values and values[key] not in choices:
+            raise WireError(f"{said} {key} must be one of {', '.join(choices)}")
+    extra = values.get("estimate_extra", {})
+    if not isinstance(extra, Mapping) or not all(
+        isinstance(k, str) and k and (v in EXTRA_NUMBERS or (isinstance(v, int) and not isinstance(v, bool)))
+        for k, v in extra.items()
+    ):
+        raise WireError(
+            f"{said} estimate_extra maps a member name to {', '.join(EXTRA_NUMBERS)} or an integer"
+        )
+    return Serve(size, values.get("paging", "cursor"), values.get("numbers"), values.get("case"), dict(extra))
 
 
 def _pricing_types(values: Any, where: str) -> dict[str, str]:
@@ -258,8 +331,8 @@ def _distinct(names: Names, where: str) -> None:
     for table, attrs in TABLES.items():
         spelled: dict[str, str] = {}
         for attr, key in attrs.items():
-            if attr == "models_list":
-                continue  # a member of the list answer, not of a record
+            if attr in LIST_MEMBERS:
+                continue  # a member of the list answer (or a query parameter), not of a record
             name = getattr(names, attr)
             if name in spelled:
                 raise WireError(f"names file {where}: [{table}] {spelled[name]} and {key} are both {name!r}")
@@ -268,15 +341,28 @@ def _distinct(names: Names, where: str) -> None:
             spelled[name] = key
 
 
-def tables(names: Names, only: frozenset[str] | None = None) -> dict[str, dict[str, str]]:
+def tables(names: Names, only: frozenset[str] | None = None) -> dict[str, Any]:
     """``names`` as a names file's tables (every name, or the attributes in ``only``): what :func:`parse`
     reads back."""
-    found = {
+    found: dict[str, Any] = {
         table: {key: getattr(names, attr) for attr, key in attrs.items() if only is None or attr in only}
         for table, attrs in TABLES.items()
     }
     if only is None or "pricing_types" in only:
         found[PRICING_TABLE] = dict(names.pricing_types)
+    if names.serve != Serve() and (only is None or "serve" in only):
+        serve = names.serve
+        found[SERVE_TABLE] = {
+            key: value
+            for key, value in (
+                ("page_size", serve.page_size),
+                ("paging", serve.paging),
+                ("numbers", serve.numbers),
+                ("case", serve.case),
+                ("estimate_extra", dict(serve.estimate_extra)),
+            )
+            if value not in (None, {})
+        }
     return {table: keys for table, keys in found.items() if keys}
 
 
@@ -284,5 +370,49 @@ def dump(names: Names, only: frozenset[str] | None = None) -> str:
     """``names`` as a names file (every name, or the attributes in ``only``), for :func:`load`."""
     lines: list[str] = []
     for table, keys in tables(names, only).items():
-        lines += [f"[{table}]", *(f"{key} = {json.dumps(value)}" for key, value in keys.items()), ""]
+        plain = {k: v for k, v in keys.items() if not isinstance(v, Mapping)}
+        lines += [f"[{table}]", *(f"{key} = {json.dumps(value)}" for key, value in plain.items()), ""]
+        for key, value in keys.items():
+            if isinstance(value, Mapping):
+                lines += [f"[{table}.{key}]", *(f"{k} = {json.dumps(v)}" for k, v in value.items()), ""]
     return "\n".join(lines)
+
+
+def line(attribute: str, spelled: str) -> str:
+    """The names-file line that sets ``attribute``: ``[estimate] credits = "cost"``."""
+    return f"{setting(attribute)} = {json.dumps(spelled)}"
+
+
+# -- names that are paths ------------------------------------------------------------------------
+
+
+def get(data: Any, name: str, default: Any = None) -> Any:
+    """The value at ``name`` in an answer object (a dotted path descends objects), else ``default``."""
+    if isinstance(data, Mapping) and name in data:
+        return data[name]
+    current = data
+    for part in name.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return default
+        current = current[part]
+    return current
+
+
+def has(data: Any, name: str) -> bool:
+    """Whether an answer object holds ``name`` (a dotted path descends objects)."""
+    missing = object()
+    return get(data, name, missing) is not missing
+
+
+def put(data: dict[str, Any], name: str, value: Any) -> None:
+    """Set ``name`` in an answer object being written (a dotted path makes the objects on its way)."""
+    *outer, last = name.split(".")
+    current = data
+    for part in outer:
+        current = current.setdefault(part, {})
+    current[last] = value
+
+
+def top(name: str) -> str:
+    """The member of the answer object a (dotted) name lives in: ``price`` of ``price.credits``."""
+    return name.split(".", 1)[0]

@@ -77,7 +77,8 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="NAMES.toml",
         help="spell the names the spec does not show as this names file says (the format MEDIAGEN_WIRE "
-        "reads; default: ours)",
+        "reads; default: ours); its [serve] table shapes the answers too (pages of the models list, "
+        "credits as strings, kinds and statuses in capitals, other numbers beside an estimate's price)",
     )
     p.add_argument(
         "--catalog",

@@ -9,6 +9,7 @@ other sites away from the ``/_sandbox/`` controls.
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -193,7 +194,12 @@ def service_endpoint(
             response = await handler(Incoming(world, request, caller, fault))
         except ServiceError as exc:
             response = error_response(exc.status, exc.message)
-        return DroppedResponse() if fault == "drop" else response
+        if fault == "drop":
+            return DroppedResponse()
+        # The service's clock, as every origin server with one says it (RFC 9110): the time its answers'
+        # createdAt are written in, so a client can tell a start created before it asked (a replay).
+        response.headers["date"] = formatdate(world.clock.now(), usegmt=True)
+        return response
 
     endpoint.__name__ = handler.__name__
     endpoint.__doc__ = handler.__doc__

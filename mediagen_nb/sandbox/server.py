@@ -150,7 +150,9 @@ class Sandbox:
         port = sock.getsockname()[1]
         self.app.state.hosts.serve(host, port)  # the names it answers to, before it answers anything
         server = uvicorn.Server(
-            uvicorn.Config(self.app, log_level="warning", lifespan="on", timeout_keep_alive=30)
+            uvicorn.Config(
+                self.app, log_level="warning", lifespan="on", timeout_keep_alive=30, date_header=False
+            )
         )
         thread = threading.Thread(
             target=server.run, kwargs={"sockets": [sock]}, name="mediagen-sandbox", daemon=True

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import tls, wire
+from mediagen_nb.protocol import paging, tls, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.catalog import BUNDLED, Catalog
@@ -46,11 +46,13 @@ class Synced:
     drift: Drift
 
 
-def _answer(http: httpx.Client, url: str, *, text: bool = False) -> Any:
+def _answer(
+    http: httpx.Client, url: str, *, text: bool = False, params: Mapping[str, str] | None = None
+) -> Any:
     """One catalog answer: ``data`` of the envelope (the whole document for openapi.json, the text of
     llms.txt), read within the size cap and the nesting bound."""
     try:
-        with http.stream("GET", url) as response:
+        with http.stream("GET", url, params=params) as response:
             if response.status_code != 200:
                 raise SyncError(f"GET {url} answered {response.status_code}: is that the service's address?")
             body, size = [], 0
@@ -78,15 +80,38 @@ def _answer(http: httpx.Client, url: str, *, text: bool = False) -> Any:
     return document["data"]
 
 
-def _ids(listed: Any, names: wire.Names, where: str) -> list[tuple[Mapping[str, Any], str]]:
-    """Each record of the models answer with its id, every id checked to name a file and a URL."""
+def _listing(
+    http: httpx.Client, base: str, names: wire.Names
+) -> tuple[dict[str, Any], list[tuple[Mapping[str, Any], str]]]:
+    """The models list, every page of it, as one answer; and each record with its id, every id checked to
+    name a file and a URL."""
+    url = base + path("models")
+    listed = _answer(http, url)
     try:
-        found = snapshots.records(listed, names, where)
-        for record in found:
-            snapshots.detail_file(Path("."), record[names.model_id])
-    except snapshots.SnapshotError as exc:
+        found = list(snapshots.records(listed, names, f"GET {url}"))
+        ids = [wire.get(record, names.model_id) for record in found]
+        page = listed if isinstance(listed, dict) else {}
+        for _ in range(paging.MAX_PAGES):
+            nxt = paging.follow(page, names, url, len(snapshots.records(page, names, url)))
+            if nxt is None:
+                break
+            page = _answer(http, url, params=nxt.params)
+            fresh = [
+                r
+                for r in snapshots.records(page, names, f"GET {url}")
+                if wire.get(r, names.model_id) not in ids
+            ]
+            if not fresh:
+                raise SyncError(f"GET {url}: the page {nxt.member} names repeats the models already read")
+            found += fresh
+            ids += [wire.get(record, names.model_id) for record in fresh]
+        for model_id in ids:
+            snapshots.detail_file(Path("."), model_id)  # only ids that can name a file and a URL
+    except (snapshots.SnapshotError, paging.PagingError) as exc:
         raise SyncError(str(exc)) from None
-    return [(record, record[names.model_id]) for record in found]
+    whole: dict[str, Any] = {}
+    wire.put(whole, names.models_list, found)
+    return whole, list(zip(found, ids, strict=True))
 
 
 def sync(
@@ -109,8 +134,7 @@ def sync(
     with httpx.Client(
         timeout=TIMEOUT, transport=transport, follow_redirects=True, verify=tls.context()
     ) as http:
-        listed = _answer(http, base + path("models"))
-        found = _ids(listed, names, f"GET {base}{path('models')}")
+        listed, found = _listing(http, base, names)
         try:
             writer = snapshots.Writer(out)
         except (snapshots.SnapshotError, OSError) as exc:

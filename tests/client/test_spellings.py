@@ -192,25 +192,37 @@ def test_what_answers_cannot_settle_is_refused_naming_the_field_and_the_setting(
         assert "[catalog] credits" in message and ENV_WIRE in message
 
 
-def test_an_estimate_whose_credits_cannot_be_told_is_refused(tmp_path: Path) -> None:
-    def two_numbers(request: Request, answer: Answer) -> Answer:
-        body = json.loads(answer.body)
-        if request.target.endswith("/estimate") and answer.status == 200:
-            body["data"]["balance"] = 2997
-        return Answer(answer.status, json.dumps(body).encode(), answer.headers)
+def test_an_estimate_with_two_numbers_is_settled_by_a_flat_price_or_refused(tmp_path: Path) -> None:
+    """An estimate carrying the balance beside its price: one free estimate of a flat-priced model tells
+    which number is the price (the one equal to its listed price); where none can, it is refused."""
+
+    def two_numbers(balance: int | None) -> Callable[[Request, Answer], Answer]:
+        def change(request: Request, answer: Answer) -> Answer:
+            body = json.loads(answer.body)
+            if request.target.endswith("/estimate") and answer.status == 200:
+                body["data"]["balance"] = body["data"]["cost"] if balance is None else balance
+            return Answer(answer.status, json.dumps(body).encode(), answer.headers)
+
+        return change
 
     names = wire.parse(SPELLINGS["estimate fields"])[0]
-    with sandbox_in(names) as sandbox, serve() as server:
-        assert sandbox.base_url is not None
-        for method in ("GET", "POST"):
-            server.on(method, "/", forward(sandbox.base_url, two_numbers))
-        with client_of(server.base_url, sandbox.demo_key) as client:
-            with pytest.raises(ServiceResponseError) as raised:
-                client.estimate("gpt-image-2", prompt="a fox", quality="high")
-            assert client.settings.spelling.learned == {"estimate_model": "model", "estimate_billing": "text"}
-    message = str(raised.value)
-    assert "Estimate without credits" in message and "members: model, cost, text, balance" in message
-    assert "[estimate] credits" in message and ENV_WIRE in message
+    for balance, told in ((2997, True), (None, False)):
+        with sandbox_in(names) as sandbox, serve() as server:
+            assert sandbox.base_url is not None
+            for method in ("GET", "POST"):
+                server.on(method, "/", forward(sandbox.base_url, two_numbers(balance)))
+            with client_of(server.base_url, sandbox.demo_key) as client, warnings.catch_warnings():
+                warnings.simplefilter("ignore", SpellingLearned)
+                if told:
+                    assert client.estimate("gpt-image-2", prompt="a fox", quality="high").credits == 25
+                    assert client.settings.spelling.learned["estimate_credits"] == "cost"
+                    continue
+                with pytest.raises(ServiceResponseError) as raised:
+                    client.estimate("gpt-image-2", prompt="a fox", quality="high")
+        message = str(raised.value)
+        assert (
+            "cost = 25, balance = 25" in message and "[estimate] credits" in message and ENV_WIRE in message
+        )
 
 
 def test_a_catalog_read_wrongly_never_blames_the_model() -> None:
@@ -221,7 +233,7 @@ def test_a_catalog_read_wrongly_never_blames_the_model() -> None:
         data({"models": [], "featured": []}),
         data({"items": [{"id": "gpt-image-2", "credits": 3}], "more": [{"id": "x"}]}),
         data({"models": [{"id": "gpt-image-2", "outputType": "image"}]}),
-        data({"models": [{"id": "gpt-image-2", "outputType": "image", "credits": "3"}]}),
+        data({"models": [{"id": "gpt-image-2", "outputType": "image", "credits": "3 credits"}]}),
     ]
     for answer in answers:
         with serve() as server:

@@ -333,7 +333,8 @@ def test_capacity_errors_are_retried_then_refunded(nb: Notebook) -> None:
 def test_client_side_validation_sends_nothing(nb: Notebook, cell: str, expected: str) -> None:
     assert_short(nb.usage_error(cell), expected)
     assert nb.sent("run") == [] and nb.sent("estimate") == []
-    assert all(r.url.path.startswith(PATHS["models"]) for r in nb.requests)  # catalog reads only
+    free = (PATHS["models"], PATHS["llms_txt"], PATHS["openapi"])  # the catalog, checked against llms.txt
+    assert all(r.url.path.startswith(free) for r in nb.requests)  # catalog reads only
 
 
 def test_usage_lines(nb: Notebook) -> None:

@@ -18,8 +18,11 @@ from mediagen_nb.client.resources.fields import (
     ARRAY,
     BASE_URL_HINT,
     GENERATION_FIELDS,
+    OUTPUT_KINDS,
     TEXT,
+    Field,
     Shown,
+    checked,
     estimate_fields,
     expect,
     model_fields,
@@ -56,7 +59,10 @@ class Generation(Shown):
         needed = ("model_id", "status", "credits_spent")
         generation = parse(cls, data, GENERATION_FIELDS, required=needed, elapsed_s=elapsed_s)
         output = generation.output or {}
-        expect("Generation.output", "type", output.get("type"), TEXT)
+        kind = checked("Generation.output", Field("type", vocab=OUTPUT_KINDS), output.get("type"))
+        if kind != output.get("type"):
+            generation = replace(generation, output={**output, "type": kind})
+            output = generation.output or {}
         expect("Generation.output", "urls", output.get("urls"), ARRAY)
         for url in output.get("urls") or ():
             expect("Generation.output", "urls[]", url, TEXT)

@@ -81,4 +81,6 @@ class VideoOptions(Shown):
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any], names: wire.Names = wire.DEFAULT) -> "VideoOptions":
-        return parse(cls, data, options_fields(names))
+        """The options answer in spelling ``names``; one without its voices (the choice the spec names)
+        is a ServiceResponseError naming the field and the setting, never an empty set of options."""
+        return parse(cls, data, options_fields(names), required=("voices",))

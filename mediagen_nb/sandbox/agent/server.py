@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
 from mediagen_nb import __version__
-from mediagen_nb.protocol import messages
+from mediagen_nb.protocol import messages, wire
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.agent import access, tools
 from mediagen_nb.sandbox.guard import Hosts
@@ -47,6 +47,8 @@ def _server() -> "Server[Any, Request]":
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:
+        request = server.request_context.request
+        names = request.app.state.world.wire if request is not None else wire.DEFAULT
         return [
             types.Tool(
                 name=tool.name,
@@ -54,7 +56,7 @@ def _server() -> "Server[Any, Request]":
                 inputSchema=tool.input_schema,
                 outputSchema=tool.output_schema,
             )
-            for tool in tools.TOOLS.values()
+            for tool in tools.spelt(names).values()
         ]
 
     @server.call_tool()

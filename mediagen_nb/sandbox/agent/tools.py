@@ -213,22 +213,24 @@ async def _job(call: ToolCall, job_id: str, wait: float) -> dict[str, Any]:
     return _still(topic.job(call.caller, job_id).public(call.world), still)
 
 
-JOB_FIELDS = (
-    wire.JOB_TOPIC,
-    wire.JOB_SECONDS,
-    wire.JOB_GENDER,
-    wire.JOB_LOOK,
-    wire.JOB_VOICE,
-    wire.JOB_FLOW,
-    wire.JOB_CAPTIONS,
-    wire.JOB_MUSIC,
-    wire.JOB_IDEMPOTENCY,
-    wire.JOB_WEBHOOK,
-)
+def job_fields(names: wire.Names) -> tuple[str, ...]:
+    """The start body's names in ``names``: make_video takes its arguments under the same names."""
+    return (
+        names.job_topic,
+        names.job_seconds,
+        names.job_gender,
+        names.job_look,
+        names.job_voice,
+        names.job_flow,
+        names.job_captions,
+        names.job_music,
+        names.job_idempotency,
+        names.job_webhook,
+    )
 
 
 async def make_video(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
-    body = {name: args[name] for name in JOB_FIELDS if name in args}
+    body = {name: args[name] for name in job_fields(call.world.wire) if name in args}
     job, _ = await call.world.topic.start(
         call.caller, body, at_capacity=call.at_capacity, base_url=call.base_url
     )
@@ -254,14 +256,14 @@ async def usage(call: ToolCall, args: dict[str, Any]) -> dict[str, Any]:
     return check_usage(call.world, call.caller.account, call.base_url)
 
 
-def _tools() -> list[Tool]:
+def _tools(names: wire.Names = wire.DEFAULT) -> list[Tool]:
     flows = list(video_options.FLOWS)
-    job_edit = {
+    job_edit = {  # the re-edit's names are the spec's own
         wire.JOB_FLOW: _string("edit style", enum=flows),
         wire.JOB_CAPTIONS: _bool("apply the edit and burned-in captions (default true)"),
         wire.JOB_MUSIC: _bool("lay a background music bed (default true)"),
     }
-    voices = [name for names in video_options.VOICES.values() for name in names]
+    voices = [voice for offered in video_options.VOICES.values() for voice in offered]
     return [
         Tool(
             "generate",
@@ -333,19 +335,21 @@ def _tools() -> list[Tool]:
             "{topic-to-video root}; charged as the generations it runs, fully refunded if it fails.",
             _object(
                 {
-                    wire.JOB_TOPIC: _string("what the video is about (cut near 900 characters)"),
-                    wire.JOB_SECONDS: {
+                    names.job_topic: _string("what the video is about (cut near 900 characters)"),
+                    names.job_seconds: {
                         "type": "number",
                         "minimum": limits.SHORT_VIDEO_SECONDS_MIN,
                         "maximum": limits.SHORT_VIDEO_SECONDS_MAX,
                         "description": "target length in seconds",
                     },
-                    wire.JOB_GENDER: _string("presenter gender", enum=list(video_options.GENDERS)),
-                    wire.JOB_LOOK: _string("presenter look", enum=list(video_options.LOOKS)),
-                    wire.JOB_VOICE: _string("a voice of the chosen gender", enum=voices),
-                    **job_edit,
-                    wire.JOB_IDEMPOTENCY: IDEMPOTENCY,
-                    wire.JOB_WEBHOOK: WEBHOOK,
+                    names.job_gender: _string("presenter gender", enum=list(video_options.GENDERS)),
+                    names.job_look: _string("presenter look", enum=list(video_options.LOOKS)),
+                    names.job_voice: _string("a voice of the chosen gender", enum=voices),
+                    names.job_flow: _string("edit style", enum=flows),
+                    names.job_captions: _bool("apply the edit and burned-in captions (default true)"),
+                    names.job_music: _bool("lay a background music bed (default true)"),
+                    names.job_idempotency: IDEMPOTENCY,
+                    names.job_webhook: WEBHOOK,
                     "wait": WAIT,
                 }
             ),
@@ -424,6 +428,19 @@ def _tools() -> list[Tool]:
 
 
 TOOLS: dict[str, Tool] = {tool.name: tool for tool in _tools()}
+_SPELT: dict[str, dict[str, Tool]] = {}  # by the names file of a spelling
+
+
+def spelt(names: wire.Names) -> dict[str, Tool]:
+    """The tools as a sandbox speaking ``names`` lists them (make_video's arguments are the start body's)."""
+    if names == wire.DEFAULT:
+        return TOOLS
+    key = wire.dump(names)
+    if key not in _SPELT:
+        _SPELT[key] = {tool.name: tool for tool in _tools(names)}
+    return _SPELT[key]
+
+
 STARTS = frozenset(TOOLS) - {"get_mascot", "check_usage"}  # tools that may start paid work
 
 
@@ -443,4 +460,4 @@ async def call(
     # The fields REST carries elsewhere (the key in a header) are checked by REST's rules before any
     # start; the others go to the same backends as REST's bodies, which check them.
     lifecycle.idempotency_key(args.get(IDEMPOTENCY_ARG), IDEMPOTENCY_ARG)
-    return await TOOLS[name].handler(ToolCall(world, caller, base_url, fault), args)
+    return await spelt(world.wire)[name].handler(ToolCall(world, caller, base_url, fault), args)

@@ -3,6 +3,7 @@
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from mediagen_nb.protocol import messages
+from mediagen_nb.sandbox import shape
 from mediagen_nb.sandbox.catalog.documents import llms_text, openapi_document
 from mediagen_nb.sandbox.catalog.records import example_record, record
 from mediagen_nb.sandbox.pipeline import Incoming
@@ -12,8 +13,8 @@ from mediagen_nb.sandbox.responses import not_found, ok
 async def models(incoming: Incoming) -> Response:
     """GET /v1/models."""
     names = incoming.world.wire
-    models = incoming.world.catalog.models
-    return ok({names.models_list: [record(m, incoming.base_url, names) for m in models]})
+    records = [record(m, incoming.base_url, names) for m in incoming.world.catalog.models]
+    return ok(shape.page(names, records, incoming.request.query_params, incoming.base_url))
 
 
 async def model(incoming: Incoming) -> Response:

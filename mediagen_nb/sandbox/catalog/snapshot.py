@@ -141,7 +141,7 @@ def read(folder: Path) -> Catalog:
         raise SnapshotError(str(exc)) from None
     specs, flagged = [], {}
     for record in records(_load(folder / LIST), names, str(folder / LIST)):
-        model_id = record.get(names.model_id)
+        model_id = wire.get(record, names.model_id)
         detail_path = detail_file(folder, model_id)
         spec, why = model_of(record, _load(detail_path) if detail_path.is_file() else None, names)
         if spec is not None:
@@ -156,7 +156,7 @@ def read(folder: Path) -> Catalog:
 def records(listed: Any, names: wire.Names, where: str) -> list[Mapping[str, Any]]:
     """The records of a models answer (an object holding the list, or the list), each an object with an
     id; a :class:`SnapshotError` naming the names file otherwise."""
-    found = listed.get(names.models_list) if isinstance(listed, Mapping) else listed
+    found = wire.get(listed, names.models_list) if isinstance(listed, Mapping) else listed
     if not isinstance(found, list) or not found:
         members = ", ".join(map(str, listed)) if isinstance(listed, Mapping) else type(listed).__name__
         raise SnapshotError(
@@ -164,7 +164,7 @@ def records(listed: Any, names: wire.Names, where: str) -> list[Mapping[str, Any
             "names with --wire NAMES.toml"
         )
     for record in found:
-        if not isinstance(record, Mapping) or record.get(names.model_id) is None:
+        if not isinstance(record, Mapping) or wire.get(record, names.model_id) is None:
             raise SnapshotError(
                 f"{where}: a model without {names.model_id!r}; give the service's names: --wire NAMES.toml"
             )
@@ -182,8 +182,13 @@ def model_of(
 def spec_of(record: Mapping[str, Any], names: wire.Names) -> tuple[ModelSpec | None, str | None]:
     """A model the sandbox can serve from a public record, and why its price is approximated (or why it
     is not served: None and the reason)."""
-    model_id = str(record[names.model_id])
-    kind, credits = record.get(names.model_output_type), record.get(names.model_credits)
+    model_id = str(wire.get(record, names.model_id))
+    kind, credits = wire.get(record, names.model_output_type), wire.get(record, names.model_credits)
+    kind = kind.lower() if isinstance(kind, str) else kind  # a service may write IMAGE or Image
+    if (isinstance(credits, str) and credits.strip().isdigit()) or (
+        isinstance(credits, float) and credits.is_integer()
+    ):
+        credits = int(credits)  # "3" or 3.0: the spec's integer in another type
     schema = record.get("input_schema")
     if kind not in KINDS:
         return None, f"{NOT_SERVED}: output kind {kind!r} is none of {', '.join(KINDS)}"
@@ -206,10 +211,10 @@ def spec_of(record: Mapping[str, Any], names: wire.Names) -> tuple[ModelSpec | N
     example = record.get("example")
     spec = ModelSpec(
         id=model_id,
-        name=str(record.get(names.model_name) or model_id),
-        description=str(record.get(names.model_description) or ""),
+        name=str(wire.get(record, names.model_name) or model_id),
+        description=str(wire.get(record, names.model_description) or ""),
         kind=kind,
-        group=str(record.get(names.model_group) or ""),
+        group=str(wire.get(record, names.model_group) or ""),
         credits=credits,
         input_schema=input_schema,
         pricing=public,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mediagen_nb.protocol import limits, messages, schema, states
-from mediagen_nb.sandbox import catalog, lifecycle, moderation, pricing
+from mediagen_nb.sandbox import catalog, lifecycle, moderation, pricing, shape
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.fetch import media_seconds
 from mediagen_nb.sandbox.generation.outputs import face_frame, output_specs, seen_images
@@ -46,13 +46,17 @@ class Generation:
 
     def public(self, world: "World") -> dict[str, Any]:
         """The Generation resource of the spec's table."""
+        names = world.wire
+        output = self.output
+        if isinstance(output, dict) and names.serve.case:
+            output = {**output, "type": shape.word(names, output.get("type"))}
         data: dict[str, Any] = {
             "id": self.id,
             "modelId": self.model.id,
-            "status": self.status,
-            "output": self.output,
+            "status": shape.word(names, self.status),
+            "output": output,
             "error": self.error,
-            "creditsSpent": self.credits,
+            "creditsSpent": shape.number(names, self.credits),
             "createdAt": world.clock.iso(self.created_at),
         }
         if self.media_seconds is not None:

@@ -1,9 +1,11 @@
 """The generation API's endpoints: read the request, incoming the backend, write the envelope."""
 
+from typing import Any
+
 from starlette.responses import Response
 
-from mediagen_nb.protocol import limits, messages
-from mediagen_nb.sandbox import pricing
+from mediagen_nb.protocol import limits, messages, wire
+from mediagen_nb.sandbox import pricing, shape
 from mediagen_nb.sandbox.pipeline import Incoming
 from mediagen_nb.sandbox.responses import bad_request, ok
 
@@ -54,10 +56,13 @@ async def estimate(incoming: Incoming) -> Response:
     billing = pricing.billing_text(priced.model, priced.values, priced.media_seconds, assumed=priced.assumed)
     if flagged is not None:  # a snapshot's model whose price rule the sandbox could not know
         billing += f"; the sandbox approximates this price: {flagged}"
-    return ok(
-        {
-            names.estimate_model: priced.model.id,
-            names.estimate_credits: priced.credits,
-            names.estimate_billing: billing,
-        }
-    )
+    answer: dict[str, Any] = {}
+    for name, value in (
+        (names.estimate_model, priced.model.id),
+        (names.estimate_credits, shape.number(names, priced.credits)),
+        (names.estimate_billing, billing),
+    ):
+        wire.put(answer, name, value)
+    balance = incoming.who.account.balance
+    answer.update(shape.extra_numbers(names, priced.model.credits, balance, priced.credits))
+    return ok(answer)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-from mediagen_nb.protocol import limits, messages, schema, states
+from mediagen_nb.protocol import limits, messages, schema, states, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import catalog, fetch, lifecycle, moderation, pricing
 from mediagen_nb.sandbox.accounts import Caller
@@ -211,13 +211,18 @@ class ReplicationBackend:
         elif not analysis.shot_list_only:
             reason = messages.BLUEPRINT_BUILT
         if reason is not None:
-            return {names.blueprint_started: False, names.blueprint_reason: reason}
+            answer: dict[str, Any] = {}
+            wire.put(answer, names.blueprint_started, False)
+            wire.put(answer, names.blueprint_reason, reason)
+            return answer
         assert analysis.blueprint is not None  # a ready analysis has its shot list
         build_seconds = BLUEPRINT_BASE_SECONDS + BLUEPRINT_PER_CLIP * len(analysis.blueprint["clips"])
         analysis.build_at = self.world.clock.now() + build_seconds
         self.unsaved_analyses.add(analysis.id)
         self.world.schedule(build_seconds, lambda: self.settle(analysis))
-        return {names.blueprint_started: True}
+        started: dict[str, Any] = {}
+        wire.put(started, names.blueprint_started, True)
+        return started
 
     # --- runs
 

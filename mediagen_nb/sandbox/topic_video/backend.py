@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from mediagen_nb.protocol import messages, states
-from mediagen_nb.sandbox import lifecycle
+from mediagen_nb.protocol import messages, states, wire
+from mediagen_nb.sandbox import lifecycle, shape
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec
 from mediagen_nb.sandbox.responses import bad_request
@@ -158,27 +158,31 @@ class Job:
     def public(self, world: "World") -> dict[str, Any]:
         """The job read response, with the names the spec does not show as the world spells them."""
         names = world.wire
-        return {
+        answer: dict[str, Any] = {
             "jobId": self.id,
-            "status": self.status,
-            "stage": self.status,
-            names.job_progress: self.progress(world.clock.now()),
-            names.job_script: self.script,
-            names.job_portrait: self.portrait_url,
-            names.job_lipsync: self.lipsync_url,
-            "videoUrl": self.video_url,
-            names.job_credits: self.credits_used,
-            names.job_edit_report: self.edit_report,
-            names.job_degraded: bool(self.skipped),
-            "flow": self.flow,
-            "topic": self.topic,
-            "voice": self.voice,
-            "seconds": self.seconds,
-            "posterUrl": self.poster_url,
-            "error": self.error,
-            "createdAt": world.clock.iso(self.created_at),
-            "updatedAt": world.clock.iso(self.updated_at),
+            "status": shape.word(names, self.status),
+            "stage": shape.word(names, self.status),
         }
+        for name, value in (
+            (names.job_progress, self.progress(world.clock.now())),
+            (names.job_script, self.script),
+            (names.job_portrait, self.portrait_url),
+            (names.job_lipsync, self.lipsync_url),
+            ("videoUrl", self.video_url),
+            (names.job_credits, shape.number(names, self.credits_used)),
+            (names.job_edit_report, self.edit_report),
+            (names.job_degraded, bool(self.skipped)),
+            ("flow", self.flow),
+            ("topic", self.topic),
+            ("voice", self.voice),
+            ("seconds", self.seconds),
+            ("posterUrl", self.poster_url),
+            ("error", self.error),
+            ("createdAt", world.clock.iso(self.created_at)),
+            ("updatedAt", world.clock.iso(self.updated_at)),
+        ):
+            wire.put(answer, name, value)
+        return answer
 
 
 class TopicVideoBackend:

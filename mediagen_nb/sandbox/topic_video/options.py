@@ -95,22 +95,31 @@ def plan(body: Mapping[str, Any], names: wire.Names) -> Plan:
 
 def options(names: wire.Names) -> dict[str, Any]:
     """``GET {topic root}/options``: voices by gender, looks, edit styles, length bounds and defaults."""
-    return {
-        names.options_voices: {gender: list(voices) for gender, voices in VOICES.items()},
-        names.options_genders: list(GENDERS),
-        names.options_looks: list(LOOKS),
-        names.options_flows: list(FLOWS),
-        names.options_seconds: {
-            "min": limits.SHORT_VIDEO_SECONDS_MIN,
-            "max": limits.SHORT_VIDEO_SECONDS_MAX,
-            "default": limits.SHORT_VIDEO_SECONDS_DEFAULT,
-        },
-        names.options_defaults: {
-            names.job_gender: GENDERS[0],
-            names.job_look: LOOKS[0],
-            names.job_voice: dict(DEFAULT_VOICE),
-            names.job_flow: DEFAULT_FLOW,
-            names.job_captions: True,
-            names.job_music: True,
-        },
-    }
+    answer: dict[str, Any] = {}
+    for name, value in (
+        (names.options_voices, {gender: list(voices) for gender, voices in VOICES.items()}),
+        (names.options_genders, list(GENDERS)),
+        (names.options_looks, list(LOOKS)),
+        (names.options_flows, list(FLOWS)),
+        (
+            names.options_seconds,
+            {
+                "min": limits.SHORT_VIDEO_SECONDS_MIN,
+                "max": limits.SHORT_VIDEO_SECONDS_MAX,
+                "default": limits.SHORT_VIDEO_SECONDS_DEFAULT,
+            },
+        ),
+        (
+            names.options_defaults,
+            {
+                names.job_gender: GENDERS[0],
+                names.job_look: LOOKS[0],
+                names.job_voice: dict(DEFAULT_VOICE),
+                names.job_flow: DEFAULT_FLOW,
+                names.job_captions: True,
+                names.job_music: True,
+            },
+        ),
+    ):
+        wire.put(answer, name, value)
+    return answer
