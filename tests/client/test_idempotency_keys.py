@@ -6,6 +6,7 @@ input on two models is two generations and two charges, the same ask again is on
 another, and another account's ask is its own (checked on the sandbox's own ledger).
 """
 
+import datetime
 from typing import Any
 
 import pytest
@@ -84,6 +85,15 @@ def test_the_same_ask_keeps_its_key_in_any_order_and_across_releases() -> None:
     assert key_of(input=dict(reversed(INPUT.items()))) == key_of()
     assert key_of() == "mgnb-fca98dea33bed84408b8744b3f9974ef4e5882f1"
     assert ask("generation", "flare-1-pro", INPUT) == "244da474caccb6f88c7b2589634db1e2"
+
+
+def test_a_key_of_text_in_any_script_and_of_values_json_lacks_is_pinned_too() -> None:
+    """The derivation keeps non-ASCII text as it is and writes what JSON cannot carry (a date) as text;
+    a run name and an occurrence left out are the empty name and the first."""
+    asked = {"prompt": "un phare à l'aube", "day": datetime.date(2026, 9, 16)}
+    key = derive("generation", SINGLE, "flare-1-pro", asked)
+    assert key == derive("generation", SINGLE, "flare-1-pro", asked, run_name="", occurrence=1)
+    assert key == "mgnb-e9e4cf9379d054c65bdfab4cf5384c69e46902a2"
 
 
 def test_a_key_is_marked_as_derived_and_well_under_what_the_service_reads() -> None:

@@ -10,6 +10,7 @@ import asyncio
 import sqlite3
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ from mediagen_nb.client import (
     WebhookError,
     budget,
 )
-from mediagen_nb.client.spending import Budget, BudgetStatus
+from mediagen_nb.client.spending import Budget, BudgetStatus, session
 from mediagen_nb.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
@@ -95,6 +96,51 @@ def test_charges_are_kept_per_resource_so_a_second_answer_or_a_refund_is_exact()
     assert session.status() == BudgetStatus(20, 0, 0)
     session.release(None)  # a start sent with no hold (no budget then) releases nothing
     assert session.status() == BudgetStatus(20, 0, 0)
+
+
+def test_a_refusal_with_nothing_held_says_only_what_is_spent() -> None:
+    session = Budget(4)
+    with pytest.raises(BudgetExceeded) as refused:
+        session.hold(5, "flare-1-pro")
+    assert refused.value.message == (
+        "budget: flare-1-pro would cost 5 credits, but 0 of the session budget of 4 credits are spent; "
+        "nothing was sent. Raise it with mediagen_nb.budget(N) or %mediagen budget N"
+    )
+
+
+def test_a_hold_given_back_twice_or_charged_after_is_harmless() -> None:
+    """A hold is released once by the start path, but a cancelled task's cleanup may race it."""
+    session = Budget(10)
+    hold = session.hold(5, "one")
+    session.release(hold)
+    session.release(hold)
+    session.charge(hold, "sandbox/a", 5)
+    assert session.status() == BudgetStatus(10, 5, 0)
+    holds = {session.hold(1, f"n{n}") for n in range(5)}
+    assert len(holds) == 5 and session.status().held == 5  # each hold its own
+
+
+def test_the_budget_of_a_process_comes_from_mediagen_budget_on_first_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MEDIAGEN_BUDGET", "12")
+    assert budget() == BudgetStatus(12, 0, 0)
+    monkeypatch.setenv("MEDIAGEN_BUDGET", "50")
+    assert budget().limit == 12  # read once: the process's budget is one object
+
+
+def test_a_budget_of_what_the_account_has_left_counts_what_this_process_spent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``budget("balance")``: from now on, no more than the account has left (the agent server's
+    ``check_usage``, tested in test_balance.py), on top of what this process has spent already."""
+    from mediagen_nb.client import balance as balances
+
+    monkeypatch.setattr(balances, "balance", lambda: SimpleNamespace(remaining=40))
+    budget(100)
+    spent = session()
+    spent.charge(spent.hold(7, "one"), "sandbox/a", 7)
+    assert budget("balance") == BudgetStatus(47, 7, 0)
 
 
 def test_without_a_limit_nothing_is_refused_and_the_status_says_so() -> None:
