@@ -95,6 +95,22 @@ def equivalents() -> list[dict[str, str]]:
     return records
 
 
+def refresh_copies() -> None:
+    """Bring mutmut's copies of the modules it does not mutate up to date (it copies them only once):
+    after others' work lands, the tests must run against today's code."""
+    import filecmp
+
+    from mutmut.configuration import config
+
+    mutated = {Path(p) for p in config().only_mutate}
+    for source in config().source_paths:
+        for path in Path(source).rglob("*"):
+            copy = Path("mutants") / path
+            kept = path.is_file() and path not in mutated and "__pycache__" not in path.parts
+            if kept and copy.exists() and not filecmp.cmp(path, copy, shallow=False):
+                shutil.copy2(path, copy)
+
+
 def run_mutmut(globs: list[str], max_children: int) -> float:
     """``mutmut run``; the seconds it took. Its progress goes to the terminal."""
     began = time.monotonic()
@@ -183,6 +199,9 @@ def main() -> int:
         if not args.globs:
             print("no survivor to run again")
             return 0
+    os.chdir(ROOT)
+    if not args.report:
+        refresh_copies()
     seconds = None if args.report else run_mutmut(args.globs, args.max_children)
     os.chdir(ROOT)  # mutmut reads its configuration and results from here
     return report(results(args.globs), equivalents(), seconds)

@@ -6,13 +6,14 @@ from a caller, a webhook's body or a server's answer never reaches a URL or a fi
 """
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from mediagen_nb.client import Client, Generation, Limits, ServiceResponseError, ValidationError
-from mediagen_nb.client.checks import checked_id, is_id
+from mediagen_nb.client.checks import checked_id, header_value, is_id, sendable
 from mediagen_nb.protocol import messages
 
 UUID = "3f0c2a7e-5b1d-4c8e-9a6f-1d2e3f4a5b6c"
@@ -140,11 +141,62 @@ def test_an_answer_whose_id_is_not_a_uuid_is_refused() -> None:
         data = {"id": "../../x", "modelId": "m", "status": "processing", "creditsSpent": 1, "output": None}
         return httpx.Response(200, json={"success": True, "data": data})
 
-    with Client(
-        "pk_live_ids",
-        base_url="https://service.example",
-        transport=httpx.MockTransport(answer),
-        limits=Limits(time_scale=600),
-    ) as made, pytest.raises(ServiceResponseError, match="not a UUID") as raised:
+    with (
+        Client(
+            "pk_live_ids",
+            base_url="https://service.example",
+            transport=httpx.MockTransport(answer),
+            limits=Limits(time_scale=600),
+        ) as made,
+        pytest.raises(ServiceResponseError, match="not a UUID") as raised,
+    ):
         made.generation(UUID)
     assert raised.value.field == "id"
+
+
+# ------------------------------------------------------------------------- values, before they go out
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("caf\udce9", "prompt holds a character that cannot be sent ('\\udce9', not valid Unicode text); "),
+        (["ok", {"deep": "\ud800"}], "prompt holds a character that cannot be sent ('\\ud800', not valid"),
+        (float("nan"), "prompt must be a finite number (NaN and infinity cannot be sent)"),
+        ([1.0, float("inf")], "prompt must be a finite number (NaN and infinity cannot be sent)"),
+    ],
+    ids=["surrogate", "nested-surrogate", "nan", "infinity"],
+)
+def test_a_value_json_cannot_carry_is_refused_naming_its_field(value: Any, says: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        sendable({"seed": 7, "prompt": value})
+    error = raised.value
+    assert error.message.startswith(says) and error.field == "prompt" and error.sent is False
+    if "character" in says:
+        assert error.message.endswith("fix or re-type that text")
+
+
+def test_values_json_carries_pass() -> None:
+    sendable({"prompt": "un phare à l'aube ☕", "seed": 7, "scale": 1.5, "at": Path("/x"), "none": None})
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("order\n42", "idempotency_key has a line break at position 5"),
+        ("order\r42", "idempotency_key has a line break at position 5"),
+        ("ord\ter", "idempotency_key has a control character at position 3"),
+        ("\x7f", "idempotency_key has a control character at position 0"),
+        ("commande-é", "idempotency_key has the non-ASCII character 'é' at position 9"),
+    ],
+)
+def test_a_header_value_httpx_cannot_send_is_refused_before_it(value: str, says: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        header_value("idempotency_key", value)
+    assert raised.value.message == f"{says}; use letters, digits and -_.: (ASCII only)"
+    assert raised.value.field == "idempotency_key" and raised.value.sent is False
+
+
+def test_a_printable_header_value_passes_as_it_is() -> None:
+    printable = "".join(chr(c) for c in range(0x20, 0x7F))
+    assert header_value("idempotency_key", printable) == printable

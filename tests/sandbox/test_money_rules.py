@@ -424,3 +424,122 @@ def test_a_rolling_window_counts_its_events_and_lets_them_go_a_window_later(cloc
     window.release("k", 12345.0)  # not an event of it: nothing happens
     window.release("nobody", MID_MAY)
     assert window.count("k") == 1
+
+
+# ----------------------------------------------------------------------------- keys and accounts
+
+
+def test_a_key_is_made_as_the_developer_page_makes_it(accounts: Accounts, clock: ManualClock) -> None:
+    key = accounts.create_key({"name": "ci", "monthlyCap": 250, "expires": "30d", "account": "team"})
+    assert key.secret.startswith("pk_live_") and len(key.secret) > 30 and key.id.startswith("key_")
+    assert (key.account, key.name, key.monthly_cap, key.state) == ("team", "ci", 250, "active")
+    assert (key.created_at, key.expires_at) == (MID_MAY, MID_MAY + 30 * DAY)
+    assert accounts.keys[key.secret] is key and accounts.accounts["team"].balance == 3000
+    never = accounts.create_key({})
+    assert (never.account, never.name, never.monthly_cap, never.expires_at) == (
+        DEMO_ACCOUNT,
+        None,
+        None,
+        None,
+    )
+    assert accounts.create_key({"expires": "1y"}).expires_at == MID_MAY + 365 * DAY
+    assert accounts.create_key({"monthlyCap": 0}).monthly_cap == 0
+    assert key.public(clock) == {
+        "id": key.id,
+        "account": "team",
+        "name": "ci",
+        "monthlyCap": 250,
+        "state": "active",
+        "createdAt": "2026-05-15T12:00:00.000Z",
+        "expiresAt": "2026-06-14T12:00:00.000Z",
+        "spentThisMonth": 0,
+    }
+    assert key.public(clock, reveal=True)["key"] == key.secret and never.public(clock)["expiresAt"] is None
+    assert ApiKey.from_dict(key.to_dict()) == key and key.secret not in repr(key)
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"name": 5}, "name must be a string"),
+        ({"monthlyCap": -1}, "monthlyCap must be a whole number of credits from 0 to 1000000000000"),
+        ({"monthlyCap": 10**12 + 1}, "monthlyCap must be a whole number of credits from 0 to 1000000000000"),
+        ({"monthlyCap": True}, "monthlyCap must be a whole number of credits from 0 to 1000000000000"),
+        ({"monthlyCap": 1.5}, "monthlyCap must be a whole number of credits from 0 to 1000000000000"),
+        ({"state": "paused"}, "state must be one of: active, expired, revoked"),
+        ({"state": 1}, "state must be one of: active, expired, revoked"),
+        ({"expires": "7d"}, "expires must be one of: never, 30d, 90d, 1y"),
+        ({"expires": None}, "expires must be one of: never, 30d, 90d, 1y"),
+        ({"account": ""}, "account must be a non-empty string"),
+        ({"account": 3}, "account must be a non-empty string"),
+    ],
+)
+def test_a_key_the_controls_cannot_make_is_refused_naming_the_field(
+    accounts: Accounts, body: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ServiceError) as refused:
+        accounts.create_key(body)
+    assert (refused.value.status, refused.value.message) == (400, says)
+    assert list(accounts.keys) == [DEMO_KEY]
+
+
+def test_keys_need_a_plan_with_api_access(accounts: Accounts) -> None:
+    accounts.update_account({"account": "hobby", "plan": "free"})
+    with pytest.raises(ServiceError) as refused:
+        accounts.create_key({"account": "hobby"})
+    assert (refused.value.status, refused.value.message) == (403, messages.PLAN_WITHOUT_API)
+    accounts.update_account({"account": "hobby", "plan": "ultra"})
+    assert accounts.create_key({"account": "hobby"}).account == "hobby"
+
+
+def test_an_account_s_balance_plan_and_suspension_are_set_by_the_controls(accounts: Accounts) -> None:
+    accounts.unsaved = False
+    account = accounts.update_account({"balance": 0, "plan": "ultra", "suspended": True})
+    assert (account.balance, account.plan, account.suspended) == (0, "ultra", True) and accounts.unsaved
+    assert accounts.update_account({"balance": 10**12}).balance == 10**12
+    assert accounts.update_account({}).public() == {
+        "id": DEMO_ACCOUNT,
+        "plan": "ultra",
+        "balance": 10**12,
+        "suspended": True,
+        "grantedMonth": "2026-05",
+    }
+    assert accounts.update_account({"suspended": False}).suspended is False
+    for body, says in (
+        ({"balance": -1}, "balance must be a whole number of credits from 0 to 1000000000000"),
+        ({"balance": "5"}, "balance must be a whole number of credits from 0 to 1000000000000"),
+        ({"plan": 3}, "plan must be a string such as scale, ultra or free"),
+        ({"suspended": "yes"}, "suspended must be true or false"),
+        ({"account": ""}, "account must be a non-empty string"),
+        ({"account": None}, "account must be a non-empty string"),
+    ):
+        with pytest.raises(ServiceError) as refused:
+            accounts.update_account(body)
+        assert (refused.value.status, refused.value.message) == (400, says)
+    assert account.balance == 10**12
+    saved = account.to_dict()
+    assert type(account).from_dict(saved) == account
+    del saved["grantedMonth"]  # a state saved before grants were kept
+    assert type(account).from_dict(saved).granted_month == ""
+
+
+def test_a_key_authenticates_while_it_is_active_and_unexpired(accounts: Accounts, clock: ManualClock) -> None:
+    key = accounts.create_key({"expires": "30d"})
+    caller = accounts.authenticate(f"Bearer {key.secret}", via=VIA_AGENT)
+    assert (caller.key, caller.account.id, caller.via) == (key, DEMO_ACCOUNT, VIA_AGENT)
+    assert accounts.authenticate(f"Bearer {DEMO_KEY}").via == "api"
+    clock.advance(30 * DAY - 1)
+    accounts.authenticate(f"Bearer {key.secret}")
+    clock.advance(1)  # at its expiry: no longer valid
+    for header in (f"Bearer {key.secret}", "Bearer pk_live_unknown"):
+        with pytest.raises(ServiceError) as refused:
+            accounts.authenticate(header)
+        assert (refused.value.status, refused.value.message) == (401, messages.INVALID_KEY)
+    for state in ("revoked", "expired"):
+        made = accounts.create_key({"state": state})
+        with pytest.raises(ServiceError, match=messages.INVALID_KEY):
+            accounts.authenticate(f"Bearer {made.secret}")
+    accounts.update_account({"suspended": True})
+    with pytest.raises(ServiceError) as suspended:
+        accounts.authenticate(f"Bearer {DEMO_KEY}")
+    assert (suspended.value.status, suspended.value.message) == (403, messages.SUSPENDED)
