@@ -291,6 +291,7 @@ async def test_a_start_resumed_after_its_answers_were_lost_is_counted_once(
         assert budget() == BudgetStatus(20, 0, PRICE)  # it may have been charged: held
         again = await client.run(MODEL, prompt(0), reuse=True)
     assert again.credits_spent == PRICE and list(sandbox.world.generations.items) == [again.id]
+    assert again.reused  # the service's answer to the first start, not a new one
     assert net_charged(sandbox) == PRICE
     status = budget()
     assert status.spent + status.held == PRICE and status.left == 20 - PRICE

@@ -6,6 +6,7 @@ an unanswered start kept as uncertain, a refused one dropped, and a ledger that 
 (the answer is still returned). Money is read from the sandbox's own ledger.
 """
 
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -17,6 +18,7 @@ import pytest
 
 from mediagen_nb.client import (
     AsyncClient,
+    BudgetExceeded,
     ConnectionFailed,
     Ledger,
     LedgerError,
@@ -239,6 +241,7 @@ async def test_a_start_recorded_for_another_account_label_is_read_and_adopted(
     async with AsyncClient(sandbox.demo_key, account="second", **options) as second:
         again = await second.run(MODEL, INPUT, reuse=True)
     assert again.id == made.id and again.reused and charged(sandbox) == PRICE
+    assert again.elapsed_s is None  # started elsewhere: its time is not counted from this read
     assert sorted(r["account"] for r in rows(own_ledger)) == ["second"]
 
 
@@ -325,12 +328,13 @@ async def test_a_start_that_never_left_the_machine_is_dropped(sandbox: Sandbox, 
     assert budget() == BudgetStatus(20, 0, 0) and rows(own_ledger) == [] and charged(sandbox) == 0
 
 
-async def test_an_unpriced_start_says_its_price_is_unknown(sandbox: Sandbox) -> None:
+async def test_an_unpriced_start_says_its_price_is_unknown(sandbox: Sandbox, own_ledger: Path) -> None:
     sandbox.world.faults.configure({"script": ["drop"], "routes": ["run"]})
     async with AsyncClient.for_sandbox(sandbox, retry=RetryPolicy(max_attempts=1)) as client:
         with pytest.raises(StartUncertain) as lost:
             await client.run(MODEL, INPUT, validate=False)  # no catalog read: the price is not known
     assert "may have started it and charged its price" in lost.value.message and lost.value.credits is None
+    assert [(r["credits"], r["credits_known"]) for r in rows(own_ledger)] == [(0, 0)]
 
 
 # ------------------------------------------------------------------------------ the ledger failing
@@ -372,3 +376,73 @@ async def test_a_ledger_failing_after_the_answer_still_returns_it_and_says_so_on
     said = capsys.readouterr().err
     assert said.count("results are still returned, and a re-run finds what was started by its ") == 1
     book.close()
+
+
+async def test_an_answer_is_recorded_in_the_start_s_own_ledger_and_its_reads_too(
+    async_client: AsyncClient, tmp_path: Path, own_ledger: Path
+) -> None:
+    """A start made with ``ledger=`` is answered, read and ended in that ledger, not the default one."""
+    chosen = tmp_path / "chosen.sqlite"
+    started = await async_client.run(MODEL, INPUT, ledger=str(chosen))
+    [row] = rows(chosen)
+    assert (row["resource_id"], row["status"], row["credits"], row["credits_known"]) == (
+        started.id,
+        "processing",
+        PRICE,
+        1,
+    )
+    assert json.loads(row["resource"])["id"] == started.id
+    done = await async_client.wait(started)
+    [row] = rows(chosen)
+    assert row["status"] == "succeeded" and json.loads(row["urls"]) == list(done.urls)
+    assert not own_ledger.exists() or rows(own_ledger) == []
+
+
+async def test_a_failed_run_is_given_back_to_the_budget_once_read(
+    async_client: AsyncClient, sandbox: Sandbox
+) -> None:
+    budget(20)
+    sandbox.world.faults.configure({"modelScript": ["fail"]})
+    started = await async_client.run(MODEL, INPUT)
+    assert budget() == BudgetStatus(20, PRICE, 0)
+    assert (await async_client.wait(started)).status == "failed"
+    assert budget() == BudgetStatus(20, 0, 0) and charged(sandbox) == 0
+
+
+async def test_a_flat_priced_analysis_holds_its_price(async_client: AsyncClient, sandbox: Sandbox) -> None:
+    budget(4)
+    link = "https://www.tiktok.com/@someone/video/7000000000000000002"
+    with pytest.raises(BudgetExceeded, match=f"the analysis of {link} would cost 5 credits"):
+        await async_client.analyze(link)
+    assert charged(sandbox) == 0
+
+
+async def test_a_ledger_row_whose_id_is_no_id_is_begun_again(
+    async_client: AsyncClient, sandbox: Sandbox, own_ledger: Path
+) -> None:
+    """A row of an older release (or a hand-edited file) whose id is not a UUID: read, it is refused
+    before sending, and the start begins anew instead of failing."""
+    book = Ledger(own_ledger)
+    where = async_client.settings.where
+    key = idempotency.derive("generation", idempotency.SINGLE, MODEL, INPUT, occurrence=1)
+    asked = idempotency.ask("generation", MODEL, INPUT)
+    book.intent(key, where, kind="generation", via="call", model_id=MODEL, input=INPUT, ask=asked)
+    book.started(key, where, "gen_123", "processing", PRICE)
+    again = await async_client.run(MODEL, INPUT, reuse=True)
+    assert not again.reused and charged(sandbox) == PRICE
+    assert [r["resource_id"] for r in rows(own_ledger)] == [again.id]
+    book.close()
+
+
+async def test_a_plain_reuse_start_sends_the_derived_key_of_its_first_variation(
+    sent: tuple[AsyncClient, Sent],
+) -> None:
+    """Every path (a magic, a form, the CLI, a call) derives the same key for the same ask, so each
+    finds the others' starts: the first variation's, then the next for ``fresh``."""
+    client, recorder = sent
+    await client.run(MODEL, INPUT, reuse=True)
+    await client.run(MODEL, INPUT, reuse=True, fresh=True)
+    derived = [
+        idempotency.derive("generation", idempotency.SINGLE, MODEL, INPUT, occurrence=n) for n in (1, 2)
+    ]
+    assert [r.headers["idempotency-key"] for r in recorder.starts()] == derived
