@@ -17,6 +17,7 @@ equivalent, survived) and the time the run took.
 import argparse
 import fnmatch
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 try:
     import tomllib
@@ -85,14 +87,33 @@ def results(globs: list[str]) -> list[Mutant]:
     return found
 
 
-def equivalents() -> list[dict[str, str]]:
-    """The records of ``.ci/mutation-equivalents.toml``, each checked for its four fields."""
-    records: list[dict[str, str]] = tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", [])
+def equivalents() -> list[dict[str, Any]]:
+    """The records of ``.ci/mutation-equivalents.toml``, each checked for its fields: a function and a
+    reason, and either the change (``was``, ``now``) or ``case_only`` with the text ``contains`` must match
+    (for strings whose reader ignores case, such as SQL: the record's ``function`` may then be a glob)."""
+    records: list[dict[str, Any]] = tomllib.loads(EQUIVALENTS.read_text()).get("equivalent", [])
     for n, record in enumerate(records, 1):
-        missing = {"function", "was", "now", "why"} - set(record)
-        if missing or not record["why"].strip():
+        needed = {"function", "why"} | ({"contains"} if record.get("case_only") else {"was", "now"})
+        missing = needed - set(record)
+        if missing or not str(record.get("why", "")).strip():
             sys.exit(f"{EQUIVALENTS.name}: record {n} needs {', '.join(sorted(missing)) or 'a reason'}")
     return records
+
+
+def recorded(record: dict[str, Any], mutant: Mutant) -> bool:
+    """Whether ``record`` says ``mutant`` is equivalent."""
+    if record.get("case_only"):
+        return (
+            fnmatch.fnmatchcase(mutant.function, record["function"])
+            and mutant.was != mutant.now
+            and mutant.was.lower() == mutant.now.lower()
+            and re.search(record["contains"], mutant.was) is not None
+        )
+    return (record["function"], record["was"].strip(), record["now"].strip()) == (
+        mutant.function,
+        mutant.was,
+        mutant.now,
+    )
 
 
 def refresh_copies() -> None:
@@ -114,35 +135,47 @@ def refresh_copies() -> None:
 def run_mutmut(globs: list[str], max_children: int) -> float:
     """``mutmut run``; the seconds it took. Its progress goes to the terminal."""
     began = time.monotonic()
-    # Each mutant's pytest session keeps its temporary folders apart from any other run's (pytest would
-    # otherwise clear the oldest of every run's at the end of each), and frees them as it ends.
-    temporary = ROOT / "mutants" / "tmp"
-    temporary.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *globs],
-        cwd=ROOT,
-        env={**os.environ, "PYTEST_DEBUG_TEMPROOT": str(temporary)},
-    )
+    # Every mutant's pytest session is a session of the suite's folder made here (tests/_cleanup.py):
+    # none of them owns it, so none removes it (or stops what names it) when it ends, as the first
+    # process of a session does. pytest's numbered tmp folders lie there too, apart from any other run's
+    # (pytest would clear the oldest of every run's at the end of each session).
+    suite = ROOT / "mutants" / "suite"
+    shutil.rmtree(suite, ignore_errors=True)
+    (suite / "tmp").mkdir(parents=True)
+    environment = {
+        **os.environ,
+        "PYTEST_MEDIAGEN_SUITE": str(suite),
+        "PYTEST_DEBUG_TEMPROOT": str(suite / "tmp"),
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *globs],
+            cwd=ROOT,
+            env=environment,
+        )
+    finally:
+        shutil.rmtree(suite, ignore_errors=True)
     if done.returncode != 0:
         sys.exit(f"mutmut run failed (exit {done.returncode}); see its output above")
     return time.monotonic() - began
 
 
-def report(found: list[Mutant], records: list[dict[str, str]], seconds: float | None) -> int:
-    """Print the counts and every survivor not recorded; 1 if there is one, or a stale record."""
-    by_change = {(r["function"], r["was"].strip(), r["now"].strip()): r for r in records}
-    used: set[tuple[str, str, str]] = set()
+def report(found: list[Mutant], records: list[dict[str, Any]], seconds: float | None) -> int:
+    """Print the counts and every survivor not recorded; 1 if there is one, a stale record, or a mutant
+    not run yet."""
+    used: set[int] = set()
     unexplained: list[Mutant] = []
     counts: Counter[str] = Counter()
     per_module: dict[str, Counter[str]] = {}
     for mutant in found:
+        matching = [n for n, record in enumerate(records) if recorded(record, mutant)]
         if mutant.status in KILLED:
             outcome = "killed"
         elif mutant.status == NOT_RUN:
             outcome = "not run"
-        elif (mutant.function, mutant.was, mutant.now) in by_change and mutant.status == "survived":
+        elif matching and mutant.status == "survived":
             outcome = "equivalent"
-            used.add((mutant.function, mutant.was, mutant.now))
+            used.update(matching)
         else:
             outcome = "survived"
             unexplained.append(mutant)
@@ -150,17 +183,22 @@ def report(found: list[Mutant], records: list[dict[str, str]], seconds: float | 
         counts["timeout"] += mutant.status == "timeout"
         per_module.setdefault(mutant.module, Counter())[outcome] += 1
     for module, seen in sorted(per_module.items()):
-        total = sum(seen.values())
         print(
-            f"  {module:45} {total:5} mutants {seen['killed']:5} killed {seen['equivalent']:4} equivalent "
-            f"{seen['survived']:4} survived"
+            f"  {module:36} {sum(seen.values()):5} mutants {seen['killed']:5} killed "
+            f"{seen['equivalent']:4} equivalent {seen['survived']:4} survived"
+            + (f" {seen['not run']:5} not run" if seen["not run"] else "")
         )
     for mutant in unexplained:
         print(f"\n{mutant.status}: {mutant.name}\n  in {mutant.function}\n  - {mutant.was}\n  + {mutant.now}")
     checked = {m.function for m in found if m.status != NOT_RUN}
-    stale = [key for key in by_change if key not in used and key[0] in checked]
-    for function, was, now in stale:
-        print(f"\nstale record (no surviving mutant matches it): {function}\n  - {was}\n  + {now}")
+    stale = [
+        record
+        for n, record in enumerate(records)
+        if n not in used and any(fnmatch.fnmatchcase(f, record["function"]) for f in checked)
+    ]
+    for record in stale:
+        change = "case only" if record.get("case_only") else f"- {record['was']}\n  + {record['now']}"
+        print(f"\nstale record (no surviving mutant matches it): {record['function']}\n  {change}")
     took = f"; {seconds / 60:.0f} min {seconds % 60:02.0f} s" if seconds is not None else ""
     print(
         f"\n{len(found)} mutants generated: {counts['killed']} killed ({counts['timeout']} by a timeout), "
@@ -184,17 +222,17 @@ def main() -> int:
         import mutmut  # noqa: F401
     except ImportError:
         sys.exit(
-            'mutmut is not installed: .venv/bin/uv pip install --python .venv/bin/python -e ".[mutation]"'
+            'mutmut is not installed: .venv/bin/uv pip install --python .venv/bin/python -e ".[dev,mutation]"'
         )
     if args.fresh:
         shutil.rmtree(ROOT / "mutants", ignore_errors=True)
     if args.again:
         os.chdir(ROOT)
-        recorded = {(r["function"], r["was"].strip(), r["now"].strip()) for r in equivalents()}
+        records = equivalents()
         args.globs = [
             m.name
             for m in results(args.globs)
-            if m.status not in KILLED | {NOT_RUN} and (m.function, m.was, m.now) not in recorded
+            if m.status not in KILLED | {NOT_RUN} and not any(recorded(r, m) for r in records)
         ]
         if not args.globs:
             print("no survivor to run again")

@@ -271,6 +271,8 @@ def test_usage_counts_charges_by_model_and_path_and_sets_apart_what_may_have_bee
     book.started("k7", HERE, "id-k7", "ready", 5)
     intent(book, "k8", model_id="a", where=THERE)
     book.started("k8", THERE, "id-k8", "succeeded", 5)
+    intent(book, "k9", model_id="c")
+    book.started("k9", HERE, "id-k9", "succeeded", 0)  # a free start (a replay): counted at 0
     usage = book.usage(since, HERE.service)
     assert [u["credits"] for u in usage] == sorted((u["credits"] for u in usage), reverse=True)
     assert sorted(usage, key=repr) == sorted(
@@ -317,6 +319,15 @@ def test_usage_counts_charges_by_model_and_path_and_sets_apart_what_may_have_bee
                 "via": "sweep",
                 "runs": 1,
                 "credits": 3,
+                "possibly": False,
+                "credits_known": True,
+            },
+            {
+                "model": "c",
+                "kind": "generation",
+                "via": "call",
+                "runs": 1,
+                "credits": 0,
                 "possibly": False,
                 "credits_known": True,
             },
@@ -391,7 +402,8 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
             intent(book, "k2")
         assert book._busy == 0 and "waiting" not in capsys.readouterr().err  # at once: SQLite waits no more
         assert book.lookup("k1", HERE) is None  # reads go on under another's write lock
-        assert book._stuck  # ... and say nothing of it
+        assert book.latest("a1", HERE) is None and book.usage(0, HERE.service) == []
+        assert book._stuck  # ... and lift nothing: the next write still fails at once
     finally:
         holder.execute("ROLLBACK")
         holder.close()

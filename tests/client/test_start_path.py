@@ -446,3 +446,16 @@ async def test_a_plain_reuse_start_sends_the_derived_key_of_its_first_variation(
         idempotency.derive("generation", idempotency.SINGLE, MODEL, INPUT, occurrence=n) for n in (1, 2)
     ]
     assert [r.headers["idempotency-key"] for r in recorder.starts()] == derived
+
+
+async def test_an_earlier_start_is_looked_up_and_followed_in_its_own_ledger(
+    async_client: AsyncClient, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    chosen = str(tmp_path / "chosen.sqlite")
+    link = "https://www.tiktok.com/@someone/video/7000000000000000003"
+    analysis = await async_client.analyze(link, reuse=True, ledger=chosen)
+    assert await async_client.analysis_of(link) is None  # not in the default ledger
+    found = await async_client.analysis_of(link, ledger=chosen)
+    assert found is not None and found.id == analysis.id
+    ready = await async_client.wait_analysis(found)
+    assert ready.status == "ready" and [r["status"] for r in rows(Path(chosen))] == ["ready"]

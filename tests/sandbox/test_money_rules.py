@@ -232,7 +232,8 @@ def test_a_start_at_capacity_is_charged_and_refunded_then_refused(accounts: Acco
         lifecycle.refuse_at_capacity(accounts, caller, 5, "generation", "g1", modelId="m")
     assert (refused.value.status, refused.value.message) == (503, messages.AT_CAPACITY)
     assert entries(accounts) == [("charge", 5, "g1", 2995), ("refund", 5, "g1", 3000)]
-    assert accounts.ledger[1]["note"] == lifecycle.CAPACITY_NOTE and accounts.ledger[1]["modelId"] == "m"
+    assert [(e["resource"], e["modelId"]) for e in accounts.ledger] == [("generation", "m")] * 2
+    assert accounts.ledger[1]["note"] == lifecycle.CAPACITY_NOTE and "note" not in accounts.ledger[0]
     with pytest.raises(ServiceError):
         lifecycle.refuse_at_capacity(accounts, caller, 0, "generation", "g2")
     assert len(accounts.ledger) == 2  # a free start leaves no entry
@@ -243,6 +244,7 @@ def test_a_job_s_paid_step_charges_as_it_starts_or_says_why_not(accounts: Accoun
     short = lambda balance: f"needs more than {balance}"  # noqa: E731
     assert lifecycle.charge_step(accounts, capped, 5, "job", "j1", short, step="script") is None
     assert entries(accounts) == [("charge", 5, "j1", 2995)] and accounts.ledger[0]["step"] == "script"
+    assert accounts.ledger[0]["resource"] == "job"
     assert lifecycle.charge_step(accounts, capped, 4, "job", "j1", short) == messages.key_cap_reached(8)
     accounts.update_account({"balance": 2})
     assert lifecycle.charge_step(accounts, capped, 3, "job", "j1", short) == "needs more than 2"
