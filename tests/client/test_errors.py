@@ -110,6 +110,10 @@ def test_credits_needed_the_balance_and_the_top_up_link_are_read_from_the_messag
     odd = answer(400, "Not enough credits. Top up at https://app.example/billing.")
     assert isinstance(odd, InsufficientCreditsError)
     assert (odd.needed, odd.balance, odd.top_up_url) == (None, None, "https://app.example/billing")
+    shouting = answer(400, "Not enough credits. Top up at https://app.example/TOPUPX.")
+    assert (
+        isinstance(shouting, InsufficientCreditsError) and shouting.top_up_url == "https://app.example/TOPUPX"
+    )
     was = answer(400, "Not enough credits: 1 credit needed; your balance was 0")
     assert isinstance(was, InsufficientCreditsError) and (was.needed, was.balance) == (1, 0)
 

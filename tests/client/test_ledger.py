@@ -378,6 +378,14 @@ def test_a_folder_that_cannot_be_written_is_named_with_the_fix(tmp_path: Path) -
     )
 
 
+def test_a_ledger_path_that_is_a_folder_cannot_be_written(tmp_path: Path) -> None:
+    with pytest.raises(LedgerError) as raised:
+        Ledger(tmp_path)
+    assert raised.value.message.startswith(
+        f"ledger {tmp_path} cannot be written (unable to open database file"
+    )
+
+
 def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_gets_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
