@@ -120,6 +120,7 @@ def test_charges_survive_a_restart_so_a_refund_still_finds_its_months(clock: Man
     before.charge(caller, 10, "job", "j1")
     clock.advance(20 * DAY)
     before.charge(caller, 5, "job", "j1")
+    before.refund(caller, 3, "job", "j1")  # June's first: May 10, June 2
     after = Accounts(clock)
     after.restore(
         [before.accounts[DEMO_ACCOUNT]],
@@ -130,7 +131,7 @@ def test_charges_survive_a_restart_so_a_refund_still_finds_its_months(clock: Man
     key = next(k for k in after.keys.values() if k.name == "k")
     again = after.caller({"account": DEMO_ACCOUNT, "key": key.id, "via": "agent"})
     assert again.key is key and again.via == VIA_AGENT and again.token is None
-    after.refund(again, 12, "job", "j1")
+    after.refund(again, 9, "job", "j1")
     assert key.spent == {"2026-05": 3, "2026-06": 0}
     plain = after.caller({"account": DEMO_ACCOUNT, "token": "tok_9"})
     assert plain.key is None and plain.token == "tok_9" and plain.via == "api"
