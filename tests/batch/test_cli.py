@@ -16,6 +16,7 @@ import pytest
 
 from mediagen_nb.batch.cli import main
 from mediagen_nb.client import settings
+from mediagen_nb.client.context import PROCESS
 
 if TYPE_CHECKING:
     from conftest import Service
@@ -164,6 +165,22 @@ def test_a_broken_ledger_is_one_line_before_anything_is_charged(
         str(sheet), "--model=gpt-image-2", "--template=prompt=A {Subject}", f"--ledger={ledger}"
     )
     assert code == 2 and "LedgerError" in err and str(ledger) in err and service.charges() == {}
+
+
+def test_mediagen_budget_caps_a_sweep_whose_rows_run_at_once(
+    cli: Cli, service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MEDIAGEN_BUDGET=12``: three 5-credit rows (started together) would pass it, so the sweep is one
+    line, exit 2, and nothing is charged; two rows run and charge 10 (issue 35)."""
+    monkeypatch.setenv(settings.ENV_BUDGET, "12")
+    monkeypatch.setattr(PROCESS, "budget", None)  # as in a new process: the budget is read on first use
+    three, two = tmp_path / "three.csv", tmp_path / "two.csv"
+    three.write_text("prompt\na cat\na dog\na fox\n")
+    two.write_text("prompt\na cat\na dog\n")
+    code, _, err = cli(str(three), "--model=flare-1-pro")
+    assert code == 2 and "budget: this sweep would cost 15 credits" in err and service.charges() == {}
+    code, printed, _ = cli(str(two), "--model=flare-1-pro")
+    assert code == 0 and "2 succeeded" in printed and service.net_spent() == 10
 
 
 def test_a_near_miss_column_is_a_one_line_warning(cli: Cli, service: Service, tmp_path: Path) -> None:

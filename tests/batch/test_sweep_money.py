@@ -352,6 +352,45 @@ def test_the_session_budget_caps_sweeps_and_calls(service: Service, tmp_path: Pa
     assert service.net_spent() == 10 == mg.budget().spent
 
 
+def test_two_sweeps_at_once_never_charge_past_the_budget(
+    service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sweeps started together under ``budget(15)``, two 5-credit rows each: each sweep's estimate
+    (10) fits what is left when it is checked, as both are checked before either starts a row (the
+    check is made to wait for the other). Their rows then meet at the one start path, where a row is
+    held before it is sent: three rows run, the fourth is refused by the budget, and the sandbox
+    charged 15, what the budget says it spent (issue 35)."""
+    from mediagen_nb.batch import runner
+
+    both_checked = threading.Barrier(2, timeout=30)
+    check = runner._within_budget
+
+    def checked_together(*args: Any) -> None:
+        check(*args)
+        both_checked.wait()
+
+    monkeypatch.setattr(runner, "_within_budget", checked_together)
+    mg.budget(15)
+    frames: dict[str, pd.DataFrame] = {}
+
+    def run(name: str) -> None:
+        df = pd.DataFrame({"prompt": [f"{name}, take {i}" for i in range(2)]})
+        frames[name] = df.mediagen.run(
+            "flare-1-pro", client=service.client, ledger=tmp_path / f"{name}.sqlite", progress=False
+        )
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("a lighthouse", "a harbour")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    statuses = sorted(status for frame in frames.values() for status in frame["status"])
+    assert statuses == ["error", "succeeded", "succeeded", "succeeded"]
+    refused = pd.concat(frames.values()).query("status == 'error'")["error"].iloc[0]
+    assert refused.startswith("budget: flare-1-pro would cost 5 credits") and "nothing was sent" in refused
+    assert service.net_spent() == 15 == mg.budget().spent and mg.budget().held == 0
+
+
 def test_the_ledger_records_intent_before_sending(service: Service, tmp_path: Path) -> None:
     """The write-ahead rule, seen from the service: when the start request arrives, its key is already
     in the ledger (read by the sandbox's request hook from the file)."""

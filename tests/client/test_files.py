@@ -123,3 +123,48 @@ def test_a_half_file_is_never_written_through_a_link(tmp_path: Path) -> None:
         generation = succeeded(server.base_url + "/media/a.png")
         saved = generation.save(folder / "face.png")
     assert saved.read_bytes() == PNG and outside.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("parts", "fallback", "expected"),
+    [
+        (("X-ray", "box X"), "output", "X-ray-box-X"),  # letters at either end stay
+        (("a", "", "b"), "output", "a-b"),  # an empty part adds no separator
+        (("..",), "..", "output"),  # nothing safe, not even the fallback: "output"
+        (("",), "", "output"),
+        (("",), "row 7", "row-7"),  # the fallback, made safe
+        (("a" * (files.MAX_STEM - 1) + "-b",), "output", "a" * (files.MAX_STEM - 1)),  # cut, no "-" left
+        (("a" * (files.MAX_STEM - 1) + ".b",), "output", "a" * (files.MAX_STEM - 1)),
+    ],
+)
+def test_a_name_keeps_what_is_safe_and_falls_back_when_nothing_is(
+    parts: tuple[object, ...], fallback: str, expected: str
+) -> None:
+    assert files.name(*parts, fallback=fallback) == expected
+
+
+def test_a_refused_name_is_said_in_at_most_80_characters(tmp_path: Path) -> None:
+    long_name = "a/" + "b" * 200
+    with pytest.raises(DownloadFailed) as refused:
+        files.inside(tmp_path, long_name)
+    assert refused.value.message == f"refused to save as {long_name[:80]!r}: not a plain file name"
+    for unsafe in ("a\\b", "a\0b", "", ".", ".."):
+        with pytest.raises(DownloadFailed, match="not a plain file name"):
+            files.inside(tmp_path, unsafe)
+    loop, trap = "l" * 100 + ".png", "t" * 100 + ".png"
+    (tmp_path / loop).symlink_to(tmp_path / loop)
+    with pytest.raises(DownloadFailed) as looped:
+        files.inside(tmp_path, loop)
+    assert looped.value.message.startswith(f"refused to save {loop[:80]!r} in {tmp_path}: ")
+    (tmp_path / trap).symlink_to("/elsewhere/" + trap)
+    with pytest.raises(DownloadFailed) as trapped:
+        files.inside(tmp_path, trap)
+    assert trapped.value.message.startswith(f"refused to save {trap[:80]!r}: {tmp_path / trap} leads outside")
+
+
+def test_a_place_is_a_safe_name_inside_its_folder(tmp_path: Path) -> None:
+    assert (
+        files.place(tmp_path, "../x", GENERATION_ID, extension=".png") == tmp_path / f"x-{GENERATION_ID}.png"
+    )
+    assert files.place(tmp_path, "..", extension=".mp4", fallback="row 3") == tmp_path / "row-3.mp4"
+    assert files.place(tmp_path, None, extension=".wav") == tmp_path / "output.wav"

@@ -17,7 +17,7 @@ from _shared import wav
 from _wait import wait_until
 
 from mediagen_nb import Client, Model, Sandbox, ValidationError
-from mediagen_nb.client import ModerationError
+from mediagen_nb.client import ModerationError, budget
 from mediagen_nb.notebook import inputs
 from mediagen_nb.notebook.forms import Form, form, listed_price, main_text_field
 from mediagen_nb.notebook.parsing import parse_fields, split
@@ -384,6 +384,32 @@ def test_the_run_button_runs_in_the_background(make: Callable[..., Form]) -> Non
     f.run_button.click()
     wait_for(lambda: len(f.history) == 1 and not f.run_button.disabled)
     assert f.history[0].status == "succeeded" and f.history[0].url in f.result.value
+
+
+def test_forms_clicked_at_once_never_charge_past_the_budget(sb: Sandbox) -> None:
+    """Three forms of a 5-credit model clicked together under ``budget(12)``: each runs in its own
+    thread on one client; two start and the third shows the budget's refusal, nothing sent for it. The
+    sandbox charged 10, what the budget says was spent (issue 35)."""
+
+    def charged() -> int:
+        return sum(e["credits"] * (1 if e["kind"] == "charge" else -1) for e in sb.world.accounts.ledger)
+
+    before = charged()
+    budget(12)
+    with Client.for_sandbox(sb) as client:
+        forms = [Form("flare-1-pro", client, debounce=60) for _ in range(3)]
+        for n, f in enumerate(forms):
+            f.set(prompt=f"a lighthouse in a storm, take {n} of a budget test")
+        for f in forms:
+            f.run_button.click()
+        wait_for(lambda: all(not f._running for f in forms))
+        shown = sorted(len(f.history) for f in forms)
+        for f in forms:
+            f.close()
+    assert shown == [0, 1, 1]
+    [refused] = [f for f in forms if not f.history]
+    assert "budget: flare-1-pro would cost 5 credits" in refused.status.value
+    assert charged() - before == 10 == budget().spent and budget().held == 0
 
 
 WEIRD = {

@@ -1,6 +1,7 @@
 """One account through every door: agent and REST starts share its 60 starts a minute, and ``check_usage``'s
 figures match the sandbox's ledger across REST, agent (key and token) and web-app runs, and a month turn."""
 
+import asyncio
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
@@ -152,3 +153,38 @@ def test_a_web_app_run_needs_the_balance_and_says_its_fields() -> None:
             made["id"],
             5,
         )
+
+
+@pytest.mark.parametrize("limit", ["monthly cap", "balance"])
+async def test_agent_and_rest_starts_at_once_never_charge_past_the_cap_or_the_balance(
+    served: Sandbox, limit: str
+) -> None:
+    """Three agent ``generate`` calls and three REST starts at once, of 3 credits each, with room for
+    two (a key's Monthly credit cap of 7, or a balance of 7): two are charged, the four others refused
+    with the spec's message, and nothing else moves (issue 35: the budget under concurrency, from the
+    agent's door too)."""
+    base = served.base_url
+    assert base is not None
+    body = {"name": "shared"} | ({"monthlyCap": 7} if limit == "monthly cap" else {})
+    made = httpx.post(base + path("sandbox_keys"), json=body)
+    assert made.status_code == 201, made.text
+    key = made.json()["data"]["key"]
+    if limit == "balance":
+        assert httpx.post(base + path("sandbox_account"), json={"balance": 7}).status_code == 200
+    before = balance(base)
+    headers = {"Authorization": f"Bearer {key}"}
+    async with agent(base, key) as session, httpx.AsyncClient(headers=headers, timeout=30) as rest:
+        answers = await asyncio.gather(
+            *(session.call_tool("generate", RUN) for _ in range(3)),
+            *(rest.post(base + path("run"), json=RUN) for _ in range(3)),
+        )
+    agent_ok = [not a.isError for a in answers[:3]]
+    rest_ok = [a.status_code == 201 for a in answers[3:]]
+    assert sum(agent_ok) + sum(rest_ok) == 2
+    refused = [a.structuredContent["message"] for a in answers[:3] if a.isError]
+    bodies = [a.json() for a in answers[3:] if a.status_code != 201]
+    refused += [body if isinstance(body, str) else body["message"] for body in bodies]  # 429s: a string
+    wanted = messages.key_cap_reached(7) if limit == "monthly cap" else "Not enough credits"
+    assert len(refused) == 4 and all(message.startswith(wanted) for message in refused)
+    charges = [e for e in ledger(base) if e["kind"] == "charge"]
+    assert [e["credits"] for e in charges] == [3, 3] and balance(base) == before - 6
