@@ -218,7 +218,7 @@ def test_json_prints_one_document_of_the_outcome(
 @pytest.mark.parametrize(
     ("argv", "kind", "says"),
     [
-        (["{sheet}"], "Refused", "the following arguments are required: --model"),
+        (["{sheet}"], "MappingError", "model: give a model id, a list of them, or a frame with a column"),
         (["missing.csv", "--model=gpt-image-2"], "Refused", "no such file: missing.csv"),
         (["{sheet}", "--model=gpt-image-2", "--map=prompt=Subject"], "Refused", "the map goes COLUMN=FIELD"),
         (

@@ -8,6 +8,7 @@ sent. Models here are cheap and quick at x600 (flare-1-swift: 1 credit, flare-1-
 
 from __future__ import annotations
 
+import json
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -283,3 +284,37 @@ def test_the_start_order_takes_turns_and_starts_a_slower_model_ahead() -> None:
     last_video = max(i for i, m in enumerate(picked) if m == "video")
     assert 115 <= last_video <= 121 and picked.count("video") == 50
     assert picked[:6].count("image") >= 2  # the fast model's rows are not held back either
+
+
+def test_mediagen_sweep_with_two_models_writes_a_row_per_row_and_model(
+    service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--model a --model b``: the estimate's subtotals, 2 x 3 result rows, a rows x models gallery; the
+    reasons name the model; a sheet's own model column runs without ``--model``."""
+    from mediagen_nb.batch.cli import main
+    from mediagen_nb.client import settings
+
+    monkeypatch.setenv(settings.ENV_BASE_URL, service.base_url)
+    monkeypatch.setenv(settings.ENV_KEY, service.sandbox.demo_key)
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text("prompt,aspect_ratio\na cat,1:1\na dog,16:9\na fox,1:1\n")
+    out, gallery = tmp_path / "results.csv", tmp_path / "site" / "compare.html"
+    code = main([str(sheet), "--model=gpt-image-2", "--model=flare-1-swift", "--set=quality=low",
+                 f"--out={out}", f"--gallery={gallery}"])  # fmt: skip
+    printed, err = capsys.readouterr()
+    assert code == 1  # gpt-image-2 has no 16:9
+    assert "2 models on " in printed and "  flare-1-swift: 3 credits for 3 rows, 1 a row" in printed
+    assert "note: flare-1-swift has no input quality: not sent to it" in printed
+    assert "1 invalid on gpt-image-2: aspect_ratio must be one of: 1:1, 3:2, 2:3 (rows 3)" in err
+    results = pd.read_csv(out)
+    assert len(results) == 6 and results["model"].tolist() == ["gpt-image-2", "flare-1-swift"] * 3
+    assert results["row"].tolist() == [2, 2, 3, 3, 4, 4]  # the sheet's own row numbers
+    page = gallery.read_text()
+    assert page.count("<tr>") == 4 and page.count("<img ") == 5
+    assert service.net_spent() == 2 * 3 + 3 * 1
+
+    sheet.write_text("prompt,model\na cat,flare-1-swift\na dog,flare-1-dev\n")
+    assert main([str(sheet), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["rows"] == 2 and document["status"] == {"succeeded": 2}
