@@ -130,12 +130,13 @@ def prepare(
     run_name: str = "",
     files_from: FilesFrom,
     upload: bool = True,
+    notes: bool = True,
 ) -> Plan:
     """The plan of a call: one checked Row per frame row and model; mapping errors raise before any
     request but the catalog's (which needs no key), and each model's notes are said once.
 
     A row's local files must lie in ``files_from``'s folders; they are uploaded (become URLs) only
-    when ``upload``: a sweep's run, never its estimate.
+    when ``upload``: a sweep's run, never its estimate. ``notes=False``: the caller shows them.
     """
     catalog = {m.id: m for m in _call(client.models())}
 
@@ -146,7 +147,7 @@ def prepare(
     found = plan(
         frame.names(), frame.records(), catalog, models, columns, constants, check, run_name=run_name
     )
-    for note in found.notes:
+    for note in found.notes if notes else ():
         warn(NotSent(note))
     return found
 
@@ -197,6 +198,7 @@ class EstimateSummary:
         self.service = service
         self.notes = list(found.notes)
         self.frame_rows = len(labels)
+        self.model_column = found.model_column
         self.requests = sum(requests.values())
         self.by_model = {m: Subtotal(requests=requests.get(m, 0)) for m in self.models}
         classes: dict[tuple[str, str, int], int] = Counter()
@@ -251,19 +253,25 @@ class EstimateSummary:
                 f"{self.model_id}{where}: {self.total} credits for {self.rows - self.invalid} rows "
                 f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
             )
+        shape = (
+            f"{self.frame_rows} rows, each on the model its column names"
+            if self.model_column
+            else f"{self.frame_rows} rows x {len(self.models)} models"
+        )
         return (
             f"{len(self.models)} models{where}: {self.total} credits for {self.rows - self.invalid} "
-            f"generations ({self.frame_rows} rows x {len(self.models)} models; {self.invalid} invalid, never "
-            f"sent) using {self.requests} estimate requests"
+            f"generations ({shape}; {self.invalid} invalid, never sent) using {self.requests} estimate "
+            "requests"
         )
 
     def _model_line(self, model_id: str) -> str:
         sub = self.by_model[model_id]
         each = f", {sub.per_row:.4g} a row" if sub.per_row is not None else ""
         invalid = f" ({sub.invalid} invalid)" if sub.invalid else ""
+        priced = sub.rows - sub.invalid
         return (
-            f"{model_id}: {sub.credits} credits for {sub.rows - sub.invalid} rows{invalid}{each}, "
-            f"{sub.requests} estimate requests"
+            f"{model_id}: {sub.credits} credits for {priced} row{'' if priced == 1 else 's'}{invalid}{each}, "
+            f"{sub.requests} estimate request{'' if sub.requests == 1 else 's'}"
         )
 
     def __str__(self) -> str:
@@ -329,7 +337,9 @@ def estimate(
     frame = table(df)
     files_from = allowed(allow_files_from)
     aclient = async_client(client)
-    found = prepare(frame, models, columns, constants, aclient, files_from=files_from, upload=False)
+    found = prepare(
+        frame, models, columns, constants, aclient, files_from=files_from, upload=False, notes=not show
+    )  # shown, the summary says the notes
     names = [*tidy_columns(found), *ESTIMATE_COLUMNS]
     writable(frame, names, "the estimate", prefixed=False)
     prices, requests = _call(price_plan(aclient, found))
@@ -373,7 +383,16 @@ def price_class(model: Model, row: Row) -> str:
     """What sets this row's price: its values of the model's ``varies_by`` inputs, or the listed price."""
     if model.pricing is None:
         return "listed price"
-    return ", ".join(f"{name}={(row.input or {}).get(name)}" for name in model.varies_by)
+    values = row.input or {}
+    return ", ".join(
+        f"{name}={values[name]}" if name in values else f"{name}={_default(model, name)} (default)"
+        for name in model.varies_by
+    )
+
+
+def _default(model: Model, name: str) -> Any:
+    prop = model.properties.get(name)
+    return prop.get("default") if isinstance(prop, Mapping) else None
 
 
 def _credits(price: Price | None) -> int | None:

@@ -61,7 +61,7 @@ UNCERTAIN = "uncertain"  # a row whose start got no answer: it may have been cha
 ROW_DONE = frozenset({states.SUCCEEDED, states.FAILED, "invalid", "error", UNCERTAIN, "skipped"})
 # Whose start a row's generation is: this run's, an earlier run's, or another process's in flight.
 NOW, EARLIER, ELSEWHERE = "now", "earlier", "elsewhere"
-SLOW_RUN = 1.5  # a slow run of a model, against its median (about the 95th percentile of the sandbox's)
+SLOW_RUN = 2.0  # a slow run of a model, against its median (past the 99th percentile of the sandbox's)
 RUNTIME_SAMPLES = 101  # the latest run times of a model its median is taken over
 
 
@@ -239,6 +239,7 @@ class Sweep:
         self._committed = 0  # credits charged or about to be, for max_credits
         self._runtimes: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=RUNTIME_SAMPLES))
         self._medians: dict[str, float] = {}  # of each model's run times (service seconds)
+        self._slow: dict[str, float] = {}  # a slow run of each model: the 90th percentile of its run times
         self._first_start: dict[str, float] = {}  # when each model's first row was started (real seconds)
         self._probing: set[str] = set()  # models whose run time one generation is being read to learn
         self._learned: dict[str, asyncio.Event] = {}  # set when a probe of the model ends
@@ -324,10 +325,11 @@ class Sweep:
         return per_window / limits.WINDOW_SECONDS
 
     def _runtime(self, model_id: str) -> float | None:
-        """A model's run time so far (service seconds): the median of its runs, else how long its first
-        run has been going (at least that), else None."""
-        if model_id in self._medians:
-            return self._medians[model_id]
+        """How long a model's last runs may take (service seconds), for the start order: a slow run of
+        those seen (the 90th percentile), else how long its first run has been going (at least that),
+        else None."""
+        if model_id in self._slow:
+            return self._slow[model_id]
         first = self._first_start.get(model_id)
         if first is None:
             return None
@@ -469,8 +471,9 @@ class Sweep:
     def _first_read_delay(self, row: Row, started: float) -> float:
         """Real seconds to wait before the first read of a generation started at ``started``: until
         a slow run of the model (``SLOW_RUN`` times its median) would end within one long-poll, but no
-        later than its median, so reads ending at once still tell the median (none for a resumed row,
-        which has been running since an earlier run)."""
+        later than its median, so the runs read as they end still tell the median: a run that ended
+        before its read is timed as longer than it was, which is harmless below the median (none for a
+        resumed row, which has been running since an earlier run)."""
         median = self._medians.get(row.model)
         if median is None or row.position in self._resumed:
             return 0.0
@@ -520,6 +523,7 @@ class Sweep:
             seen = self._runtimes[row.model]
             seen.append(elapsed * self.client.settings.limits.time_scale)
             self._medians[row.model] = statistics.median(seen)
+            self._slow[row.model] = statistics.quantiles(seen, n=10)[-1] if len(seen) > 1 else seen[0]
         self._show(row, Outcome.of(generation, origin=origin))
 
 
