@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import mediagen_nb as mg
-from mediagen_nb.batch import MappingError
+from mediagen_nb.batch import MappingError, scheduler
 from mediagen_nb.batch.plan import NotSent
 from mediagen_nb.batch.scheduler import StartOrder
 from mediagen_nb.client import BudgetExceeded, ValidationError
@@ -229,6 +229,27 @@ def test_as_completed_and_retry_failed_work_per_row_and_model(service: Service, 
     assert service.count("run") == 5
 
 
+def test_a_cancelled_comparison_resumes_without_paying_twice(
+    service: Service, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped after its first row (as a Ctrl-C stops it), a comparison keeps what started; the same call
+    again starts only the rest: every (row, model) charged once."""
+    monkeypatch.setattr(scheduler, "STARTS_IN_FLIGHT", 1)
+    df = prompts(4)
+    handle = df.mediagen.submit(
+        PAIR, client=service.client, ledger=tmp_path / "ledger.sqlite", progress=False
+    )
+    for _ in handle.as_completed():
+        handle.cancel()
+        break
+    first = handle.result()
+    assert (first["status"] == "skipped").any() and (first["status"] == "succeeded").any()
+    out = run(service, df, PAIR, tmp_path)
+    assert (out["status"] == "succeeded").all()
+    assert sorted(service.charges().values()) == [1] * 8  # one charge per (row, model), none twice
+    assert service.net_spent() == 4 * (1 + 3)
+
+
 def test_the_grid_is_rows_by_models_and_downloads_are_named_by_model(
     service: Service, tmp_path: Path
 ) -> None:
@@ -241,6 +262,8 @@ def test_the_grid_is_rows_by_models_and_downloads_are_named_by_model(
     assert page.count("a lantern, take 0") == 1 and "failed" in page
     flat = out.mediagen.preview(rows="model", cols=None)._repr_html_()
     assert flat.count("<tr>") == 3
+    paged = out.mediagen.preview(per_page=2)._repr_html_()  # pages hold whole rows of the grid
+    assert "showing 1-2 of 4 (page 1 of 2" in paged and paged.count("<tr>") == 2
     saved = out.mediagen.download(tmp_path / "out", name="{model}-{row}", progress=False)
     names = sorted(p.name for p in (tmp_path / "out").iterdir() if p.suffix != ".json")
     assert len(names) == 3 and all(
