@@ -126,16 +126,16 @@ def model(args: argparse.Namespace) -> int:
 
 def _models(client: Any, args: argparse.Namespace) -> list[Any]:
     """The models asked for: ``MODEL`` (several: ``a,b``) or each ``--model``, in their order."""
+    from mediagen_nb.notebook.parsing import OptionError
+
     if args.models:  # --model a --model b: every word is a field
         args.fields = [args.model, *args.fields] if args.model else args.fields
         given = args.models
-    elif args.model:
-        given = [args.model]
     else:
-        raise Mistake("give a model: MODEL, or --model (repeat it to compare models)")
+        given = [args.model]  # main() refused a command with neither
     ids = list(dict.fromkeys(part.strip() for word in given for part in word.split(",") if part.strip()))
     if not ids:
-        raise Mistake("give a model: MODEL, or --model (repeat it to compare models)")
+        raise OptionError(f"{', '.join(given)!r}: give a model id, or several as a,b")
     return [_model(client, model_id) for model_id in ids]
 
 
@@ -435,6 +435,10 @@ def main(command: str, argv: list[str]) -> int:
     wants_json = argparse.Namespace(json="--json" in argv, stdout=sys.stdout)
     try:
         args = parser("mediagen", command).parse_args(argv)
+        if command in ("estimate", "generate") and not args.model and not args.models:
+            raise Mistake(
+                "the following arguments are required: model (or --model, repeated to compare models)"
+            )
     except Mistake as exc:
         parser("mediagen", command).print_usage(sys.stderr)
         return fail(wants_json, name, "", str(exc), REFUSED)
