@@ -51,31 +51,3 @@ def test_the_tour_runs_as_written_from_an_empty_folder(
     assert charged == credits  # the sandbox charged what the estimate said
     gallery = result.result._repr_html_()  # the last line: done.mediagen.preview()
     assert gallery.count("<img") == len(done)
-
-
-COMPARING = Path(__file__).resolve().parents[2] / "docs" / "comparing-models.md"
-
-
-@pytest.mark.filterwarnings("ignore::mediagen_nb.batch.NotSent")
-def test_the_comparing_models_page_runs_as_written(
-    nb: Notebook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """docs/comparing-models.md: its Python blocks, in order, as cells of one notebook; the first block's
-    comment figures are what its estimate said, and the sandbox charged what the page's runs cost."""
-    blocks = re.findall(r"```python\n(.*?)```", COMPARING.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) >= 5
-    monkeypatch.chdir(tmp_path)
-    results = []
-    for block in blocks:
-        result = nb.run(block)
-        assert result.success, (block, result.error_in_exec or result.error_before_exec)
-        results.append(result.result)
-    credits, requests = map(int, re.findall(r"# (\d+) credits, (\d+) estimate request", blocks[0])[0])
-    summary = nb.ns["priced"].attrs["mediagen_estimate"]
-    assert (summary.total, summary.requests) == (credits, requests)
-    done = nb.ns["done"]
-    assert len(done) == 12 and (done["status"] == "succeeded").all()
-    ledger = nb.sandbox.world.accounts.ledger
-    charged = sum(e["credits"] * (1 if e["kind"] == "charge" else -1) for e in ledger)
-    assert charged == credits + 3 + 5  # and the %%generate pair: gpt-image-2 at low, flare-1-pro
-    assert list(nb.ns["pair"]) == ["gpt-image-2", "flare-1-pro"]
