@@ -522,11 +522,21 @@ def plan(
     column = model_column(names, records, catalog, {found for c in inputs for found in matching(c, names)})
     if asked is not None and column is not None:
         given = asked[0] if not listed else asked
+        if words().cli:
+            ways = (
+                "to run each row on the model its column names, leave --model out; to run every row on "
+                f"{given!r}, remove the column from the sheet"
+            )
+        else:
+            ways = (
+                "to run each row on the model its column names, leave the model out (df.mediagen.run(...) "
+                f"with no model); to run every row on {given!r}, drop the column first "
+                f"(df.drop(columns=[{column!r}]))"
+            )
+        shown = " ".join(f"--model {m}" for m in asked) if words().cli else f"model={given!r}"
         raise MappingError(
-            f"model: this frame has its own column {column!r} naming a model for each row, and "
-            f"model={given!r} was given too; to run each row on the model its column names, leave the "
-            f"model out (df.mediagen.run(...) with no model); to run every row on {given!r}, drop the "
-            f"column first (df.drop(columns=[{column!r}]))",
+            f"model: {words().table} has its own column {column!r} naming a model for each row, and "
+            f"{shown} was given too; {ways}",
             field="model",
         )
     per_row: list[tuple[str, str | None]] | None = None
@@ -534,9 +544,10 @@ def plan(
         per_row = [_row_model(record[column], column, catalog) for record in records]
         chosen = {m: catalog[m] for m, error in per_row if error is None}
     elif asked is None:
+        given = "--model (repeat it to compare models)" if words().cli else "a model id, a list of them,"
         raise MappingError(
-            "model: give a model id, a list of them, or a frame with a column naming each row's model "
-            "(none of this frame's columns does)",
+            f"model: give {given} or a table with a column naming each row's model (none of "
+            f"{words().table}'s columns does)",
             field="model",
         )
     else:

@@ -185,7 +185,7 @@ def test_a_frames_model_column_is_used_and_refused_beside_a_model(service: Servi
 
 
 def test_no_model_and_no_model_column_is_refused(service: Service) -> None:
-    with pytest.raises(MappingError, match="give a model id, a list of them, or a frame with a column"):
+    with pytest.raises(MappingError, match="give a model id, a list of them, or a table with a column"):
         estimate(service, prompts(1), None)
     with pytest.raises(ValidationError, match=r"one string; give several models as a list"):
         estimate(service, prompts(1), "flare-1-swift,flare-1-dev")
@@ -341,3 +341,7 @@ def test_mediagen_sweep_with_two_models_writes_a_row_per_row_and_model(
     assert main([str(sheet), "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["rows"] == 2 and document["status"] == {"succeeded": 2}
+    assert main([str(sheet), "--model=flare-1-dev"]) == 2  # a model column and --model: refused, CLI words
+    said = capsys.readouterr().err
+    assert "the sheet has its own column 'model'" in said and "--model flare-1-dev was given too" in said
+    assert "leave --model out" in said and "df." not in said
