@@ -127,7 +127,7 @@ def test_estimate_and_generate_compare_models_each_on_the_inputs_it_has(
     assert priced.returncode == 0, priced.stderr
     assert priced.stdout.splitlines() == [
         "gpt-image-2: 25 credits (25 credits per image at quality high (low 3, medium 8))",
-        "flare-1-swift: 1 credits (1 credit per image)",
+        "flare-1-swift: 1 credit (1 credit per image)",
         "total: 26 credits",
         "note: flare-1-swift has no input quality: not sent to it",
     ]
