@@ -124,21 +124,76 @@ def model(args: argparse.Namespace) -> int:
     return OK
 
 
+def _models(client: Any, args: argparse.Namespace) -> list[Any]:
+    """The models asked for: ``MODEL`` (several: ``a,b``) or each ``--model``, in their order."""
+    from mediagen_nb.notebook.parsing import OptionError
+
+    if args.models:  # --model a --model b: every word is a field
+        args.fields = [args.model, *args.fields] if args.model else args.fields
+        given = args.models
+    else:
+        given = [args.model]  # main() refused a command with neither
+    ids = list(dict.fromkeys(part.strip() for word in given for part in word.split(",") if part.strip()))
+    if not ids:
+        raise OptionError(f"{', '.join(given)!r}: give a model id, or several as a,b")
+    return [_model(client, model_id) for model_id in ids]
+
+
+def _shared(models: list[Any], pairs: Sequence[str]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """One ``field=value`` list for several models: each model's input, under its names; the notes."""
+    from mediagen_nb.batch.plan import one_input
+    from mediagen_nb.notebook import parsing
+
+    union: dict[str, Any] = {}
+    for found in models:
+        for name, prop in found.properties.items():
+            union.setdefault(name, prop)
+    label = ", ".join(m.id for m in models)
+    values = parsing.parse_fields(list(pairs), label, union, {}, {}, pairs=True).inputs
+    return one_input(models, values)
+
+
 def estimate(args: argparse.Namespace) -> int:
-    from mediagen_nb.client import current
+    from mediagen_nb.client import MediagenError, current
 
     client = current()
-    found = client.estimate(args.model, _inputs(_model(client, args.model), args.fields))
-    _emit(
-        args,
-        {"model": found.model_id, "credits": found.credits, "billing": found.billing},
-        f"{found.model_id}: {messages.credits(found.credits)} ({found.billing})",
-    )
-    return OK
+    models = _models(client, args)
+    if len(models) == 1:
+        found = client.estimate(models[0].id, _inputs(models[0], args.fields))
+        _emit(
+            args,
+            {"model": found.model_id, "credits": found.credits, "billing": found.billing},
+            f"{found.model_id}: {messages.credits(found.credits)} ({found.billing})",
+        )
+        return OK
+    inputs, notes = _shared(models, args.fields)
+    rows: list[dict[str, Any]] = []
+    lines: list[str] = []
+    for model_id, given in inputs.items():
+        try:
+            found = client.estimate(model_id, given)
+        except MediagenError as exc:  # this model cannot be priced; the others are
+            why = f"{type(exc).__name__}: {exc}"
+            rows.append({"model": model_id, "credits": None, "error": why})
+            lines.append(f"{model_id}: not priced ({why})")
+            continue
+        rows.append({"model": model_id, "credits": found.credits, "billing": found.billing})
+        lines.append(f"{model_id}: {messages.credits(found.credits)} ({found.billing})")
+    total = sum(r["credits"] or 0 for r in rows)
+    lines += [f"total: {messages.credits(total)}", *(f"note: {note}" for note in notes)]
+    _emit(args, {"models": rows, "credits": total, "notes": notes}, "\n".join(lines))
+    return OK if all(r["credits"] is not None for r in rows) else REFUSED
 
 
 def _result(args: argparse.Namespace, generation: Any) -> int:
     """Print a generation (and save its outputs with --download); the exit code of its status."""
+    code, data, text = _outcome(args, generation)
+    _emit(args, data, text)
+    return code
+
+
+def _outcome(args: argparse.Namespace, generation: Any) -> tuple[int, dict[str, Any], str]:
+    """A generation's exit code, JSON document and text (its outputs saved first with --download)."""
     from mediagen_nb.client.resources import wire_of
     from mediagen_nb.client.transport import save
 
@@ -152,10 +207,10 @@ def _result(args: argparse.Namespace, generation: Any) -> int:
     lines += [f"  {url}" for url in generation.urls] + [f"  saved {path}" for path in saved]
     if generation.error:
         lines.append(f"  error: {generation.error}")
-    _emit(args, {**wire_of(generation), "reused": generation.reused, "saved": saved}, "\n".join(lines))
-    return {"succeeded": OK, "failed": FAILED}.get(
+    code = {"succeeded": OK, "failed": FAILED}.get(
         generation.status, OK if getattr(args, "no_wait", False) else FAILED
     )
+    return code, {**wire_of(generation), "reused": generation.reused, "saved": saved}, "\n".join(lines)
 
 
 def _target(folder: Path, generation: Any, number: int, url: str) -> Callable[[str | None], Path]:
@@ -174,15 +229,62 @@ def generate(args: argparse.Namespace) -> int:
     from mediagen_nb.client.ledger import via
 
     client = current()
-    values = _inputs(_model(client, args.model), args.fields)
+    models = _models(client, args)
+    if len(models) > 1:
+        return _generate_all(args, client, models)
+    values = _inputs(models[0], args.fields)
     with via("cli"):
-        generation = client.run(args.model, values, reuse=True, fresh=args.fresh)
+        generation = client.run(models[0].id, values, reuse=True, fresh=args.fresh)
     try:
         if not args.no_wait and not generation.done:
             generation = client.wait(generation)
         return _result(args, generation)
     except MediagenError as exc:  # paid for by now: the message must say so, never "refused"
         raise AfterStart(generation, exc) from exc
+
+
+def _generate_all(args: argparse.Namespace, client: Any, models: list[Any]) -> int:
+    """Several models on one input: every start first (each model under its own input names), then
+    each waited for; one result (or the reason it did not run) per model, and the worst exit code."""
+    from mediagen_nb.client import MediagenError
+    from mediagen_nb.client.ledger import via
+
+    inputs, notes = _shared(models, args.fields)
+    for note in notes:
+        print(f"mediagen generate: note: {note}", file=sys.stderr)
+    started: dict[str, Any] = {}
+    with via("cli"):
+        for model_id, given in inputs.items():
+            try:
+                started[model_id] = client.run(model_id, given, reuse=True, fresh=args.fresh)
+            except (
+                MediagenError
+            ) as exc:  # this model's start failed (an input it needs ...): the others go on
+                started[model_id] = exc
+    documents, lines, codes = [], [], []
+    for model_id, generation in started.items():
+        if isinstance(generation, MediagenError):
+            why = f"{type(generation).__name__}: {generation}"
+            documents.append({"model": model_id, "error": why})
+            lines.append(f"{model_id}: not run: {why}")
+            codes.append(exit_code(generation))
+            continue
+        try:
+            if not args.no_wait and not generation.done:
+                generation = client.wait(generation)
+            code, document, text = _outcome(args, generation)
+            codes.append(code)
+            documents.append(document)
+            lines.append(text)
+        except MediagenError as exc:  # paid for by now
+            error = AfterStart(generation, exc)
+            documents.append({"model": model_id, "id": generation.id, "error": str(error)})
+            lines.append(f"{model_id}: {type(exc).__name__}: {error}")
+            codes.append(FAILED)
+    _emit(args, {"generations": documents, "notes": notes}, "\n".join(lines))
+    if all(code == REFUSED for code in codes):
+        return REFUSED
+    return OK if all(code == OK for code in codes) else FAILED
 
 
 def _waited(args: argparse.Namespace, then: str) -> Any:
@@ -244,8 +346,15 @@ def parser(prog: str, command: str) -> argparse.ArgumentParser:
     elif command == "model":
         p.add_argument("id", help="a model id, e.g. gpt-image-2")
     elif command in ("estimate", "generate"):
-        p.add_argument("model", help="a model id, e.g. gpt-image-2")
+        p.add_argument("model", nargs="?", help="a model id, e.g. gpt-image-2 (several: a,b)")
         p.add_argument("fields", nargs="*", metavar="FIELD=VALUE", help="the model's inputs")
+        p.add_argument(
+            "--model",
+            dest="models",
+            action="append",
+            default=[],
+            help="a model (repeat it to compare models: each gets the inputs it has)",
+        )
         if command == "generate":
             p.add_argument("--download", type=Path, help="save the outputs in this folder")
             p.add_argument("--no-wait", action="store_true", help="print the started generation and return")
@@ -326,6 +435,10 @@ def main(command: str, argv: list[str]) -> int:
     wants_json = argparse.Namespace(json="--json" in argv, stdout=sys.stdout)
     try:
         args = parser("mediagen", command).parse_args(argv)
+        if command in ("estimate", "generate") and not args.model and not args.models:
+            raise Mistake(
+                "the following arguments are required: model (or --model, repeated to compare models)"
+            )
     except Mistake as exc:
         parser("mediagen", command).print_usage(sys.stderr)
         return fail(wants_json, name, "", str(exc), REFUSED)

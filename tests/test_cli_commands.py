@@ -116,6 +116,42 @@ def test_estimate_generate_reuse_wait_and_usage(sandbox: Sandbox, tmp_path: Path
     }
 
 
+def test_estimate_and_generate_compare_models_each_on_the_inputs_it_has(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """``estimate a,b`` and ``generate --model a --model b``: each model gets the inputs it has (quality
+    is gpt-image-2's alone, said once), one result each; the same command again charges nothing."""
+    priced = mediagen(
+        sandbox, tmp_path, "estimate", "gpt-image-2,flare-1-swift", "prompt=a kite", "quality=high"
+    )
+    assert priced.returncode == 0, priced.stderr
+    assert priced.stdout.splitlines() == [
+        "gpt-image-2: 25 credits (25 credits per image at quality high (low 3, medium 8))",
+        "flare-1-swift: 1 credit (1 credit per image)",
+        "total: 26 credits",
+        "note: flare-1-swift has no input quality: not sent to it",
+    ]
+    before = len(charges(sandbox))
+    argv = ["generate", "--model", "gpt-image-2", "--model", "flare-1-swift", "prompt=a kite", "quality=low"]
+    made = mediagen(sandbox, tmp_path, *argv, "--json")
+    assert made.returncode == 0, made.stderr
+    document = json.loads(made.stdout)
+    assert [g["modelId"] for g in document["generations"]] == ["gpt-image-2", "flare-1-swift"]
+    assert all(g["status"] == "succeeded" for g in document["generations"])
+    assert document["notes"] == ["flare-1-swift has no input quality: not sent to it"]
+    fresh = charges(sandbox)[before:]
+    assert sorted(c["credits"] for c in fresh) == [1, 3]
+    again = mediagen(sandbox, tmp_path, *argv)
+    assert again.returncode == 0 and again.stdout.count("reused, no charge") == 2
+    assert len(charges(sandbox)) == before + 2
+    lacking = mediagen(
+        sandbox, tmp_path, "generate", "flare-1-swift,flare-1-kontext-pro", "prompt=a red kite"
+    )
+    assert lacking.returncode == 1  # one model ran, one could not: the work is not all done
+    assert "flare-1-kontext-pro: not run: ValidationError: Missing required field: image" in lacking.stdout
+    assert [c["credits"] for c in charges(sandbox)[before + 2 :]] == [1]  # flare-1-swift's alone
+
+
 def test_a_failed_generation_exits_1_and_a_mistake_exits_2_with_nothing_charged(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:

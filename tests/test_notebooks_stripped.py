@@ -20,6 +20,7 @@ EXPECTED = {
     "04-replicate-a-short.ipynb",
     "05-topic-to-video.ipynb",
     "06-resume-and-reliability.ipynb",
+    "07-comparing-models.ipynb",
 }
 MAX_DATA_BYTES = 100_000  # the sample data shipped with the package stays small
 

@@ -1,9 +1,9 @@
-"""Run the six notebooks of ``notebooks/`` and keep their executed copies here, for the site.
+"""Run the notebooks of ``notebooks/`` and keep their executed copies here, for the site.
 
     .venv/bin/python docs/notebooks/refresh.py
 
 Each runs as a newcomer's first run would (a fresh kept sandbox and ledger, no key), at time x600 so the
-six take a few minutes, with previews inlined (``MEDIAGEN_PREVIEW=inline``: images, audio and video as
+seven take a few minutes, with previews inlined (``MEDIAGEN_PREVIEW=inline``: images, audio and video as
 ``data:`` URIs) so the pages show every output with no sandbox behind them. The temporary folders in
 the outputs read as the user's own. ``tests/test_site.py`` checks that each copy holds the cells of its
 notebook and no error: run this again after changing a notebook. The notebooks themselves stay

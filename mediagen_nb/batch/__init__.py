@@ -16,6 +16,7 @@ _LAZY = {
     "Gallery": "gallery",
     "usage": "usage",
     "MappingError": "plan",
+    "NotSent": "plan",
     "Template": "template",
     "sample_file": "samples",
     "sample_prompts": "samples",

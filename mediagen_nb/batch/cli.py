@@ -1,6 +1,11 @@
 """``mediagen sweep``: a spreadsheet of inputs in, results and an HTML gallery out, with the batch engine.
 
 mediagen sweep prompts.xlsx --model gpt-image-2 --map Prompt=prompt --set quality=high --estimate
+mediagen sweep prompts.xlsx --model gpt-image-2 --model flare-1-pro --gallery compare.html
+
+Several ``--model`` (or ``--model a,b``) run every row on each model: the results have a row per row
+and model (``row``, ``model``), the estimate a subtotal per model, and the gallery is a grid of rows x
+models. Without ``--model``, a column of the sheet naming each row's model is used.
 
 Exit codes: 0 every row succeeded (or was priced); 1 some rows could not be run or failed (the
 reasons are printed, grouped by cause, with counts and row numbers); 2 nothing was run because of a
@@ -30,7 +35,7 @@ import pandas as pd
 from mediagen_nb.batch import runner
 from mediagen_nb.batch.download import download
 from mediagen_nb.batch.gallery import Gallery
-from mediagen_nb.batch.plan import FilesFrom, MappingError, MappingWarning, resolve_columns
+from mediagen_nb.batch.plan import FilesFrom, MappingError, MappingWarning, NotSent, resolve_columns
 from mediagen_nb.batch.template import template
 from mediagen_nb.batch.words import CLI, speaking
 from mediagen_nb.client import MediagenError
@@ -152,7 +157,13 @@ def mapping(items: list[str]) -> dict[str, str] | None:
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="mediagen sweep", description="Run a spreadsheet of inputs through a model.")
     p.add_argument("table", type=Path, help="a .csv, .tsv or .xlsx file, one row per generation")
-    p.add_argument("--model", required=True, help="model id, e.g. gpt-image-2")
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="model id, e.g. gpt-image-2; several (--model a --model b, or a,b) run every row on each "
+        "(default: the sheet's column naming each row's model)",
+    )
     p.add_argument(
         "--map",
         action="append",
@@ -202,27 +213,33 @@ def parser() -> argparse.ArgumentParser:
 
 @contextmanager
 def _one_line_warnings() -> Iterator[None]:
-    """Mapping warnings as one line each on stderr, not Python's file:line form."""
+    """Mapping warnings as one line each on stderr, not Python's file:line form (an input a model of
+    several does not have is a note of the estimate printed next)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MappingWarning)
         yield
     for warning in caught:
+        if issubclass(warning.category, NotSent):
+            continue
         print(f"mediagen sweep: warning: {warning.message}", file=sys.stderr)
 
 
 def causes(
     frame: pd.DataFrame, status: str = "status", error: str = "error", ok: str = "succeeded"
 ) -> list[str]:
-    """Lines grouping the rows whose status is not ``ok`` by status and reason, with counts and row
-    numbers: the frame's row labels (for a table read here, the sheet's own row numbers)."""
-    groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for number, state, reason in zip(frame.index, frame[status], frame[error], strict=True):
+    """Lines grouping the rows whose status is not ``ok`` by status, reason (and model, in a comparison),
+    with counts and row numbers: the frame's row labels (for a table read here, the sheet's own row
+    numbers)."""
+    groups: dict[tuple[str, str, str], list[Any]] = defaultdict(list)
+    models = frame[runner.MODEL] if runner.ROW in frame.columns and runner.MODEL in frame.columns else None
+    on = [""] * len(frame) if models is None else [f" on {m}" for m in models]
+    for number, state, reason, model in zip(frame.index, frame[status], frame[error], on, strict=True):
         if state != ok:
-            groups[(str(state), str(reason) if isinstance(reason, str) else "")].append(number)
+            groups[(str(state), model, str(reason) if isinstance(reason, str) else "")].append(number)
     lines = []
-    for (state, reason), rows in sorted(groups.items(), key=lambda item: -len(item[1])):
+    for (state, model, reason), rows in sorted(groups.items(), key=lambda item: -len(item[1])):
         shown = ", ".join(map(str, rows[:SHOWN_ROWS])) + (", ..." if len(rows) > SHOWN_ROWS else "")
-        lines.append(f"  {len(rows)} {state}: {reason or 'no reason given'} (rows {shown})")
+        lines.append(f"  {len(rows)} {state}{model}: {reason or 'no reason given'} (rows {shown})")
     return lines
 
 
@@ -233,9 +250,10 @@ def other_sheets(args: argparse.Namespace, columns: dict[str, str] | None, const
         return ""
     from mediagen_nb.client.connection import current
 
+    ids = [args.models] if isinstance(args.models, str) else list(args.models or [])
     try:
         headers = pd.read_excel(args.table, sheet_name=None, nrows=0)
-        model = current().model(args.model)
+        models = [current().model(model_id) for model_id in ids]
     except (ValueError, OSError, MediagenError):
         return ""
     read = args.sheet or next(iter(headers), None)
@@ -246,14 +264,24 @@ def other_sheets(args: argparse.Namespace, columns: dict[str, str] | None, const
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", MappingWarning)
-                resolve_columns(model, [str(c) for c in header.columns], columns, constants)
+                for model in models:
+                    cells = [str(c) for c in header.columns]
+                    resolve_columns(model, cells, columns, constants, lenient=len(models) > 1)
         except MappingError:
             continue
         fitting.append(str(name))
-    if not fitting:
+    if not models or not fitting:
         return ""
     listed = ", ".join(repr(name) for name in fitting)
     return f"; {args.table.name}'s sheet {listed} would: pass {CLI.option('sheet', fitting[0])}"
+
+
+def models_of(given: list[str]) -> list[str] | str | None:
+    """The ``--model`` options: one id, a list (several options, or ids joined by commas), or None."""
+    ids = [part.strip() for option in given for part in option.split(",") if part.strip()]
+    if not ids:
+        return None
+    return ids[0] if len(given) == 1 and len(ids) == 1 else ids
 
 
 def sweep(args: argparse.Namespace) -> int:
@@ -271,11 +299,12 @@ def sweep(args: argparse.Namespace) -> int:
         files_from = FilesFrom.of(args.table.parent, args.files_from, "--files-from")
     except MappingError as exc:
         raise Refused(exc.message) from None
+    args.models = models_of(args.model)
     try:
         with _one_line_warnings():
             priced = runner.estimate(
                 df,
-                args.model,
+                args.models,
                 columns,
                 budget=args.budget,
                 show=False,
@@ -303,18 +332,20 @@ def sweep(args: argparse.Namespace) -> int:
             print("mediagen sweep: some rows cannot be sent:\n" + "\n".join(reasons), file=sys.stderr)
             return INCOMPLETE
         return OK
-    result = runner.run(
-        df,
-        args.model,
-        columns,
-        max_credits=args.max_credits,
-        run_name=args.run_name,
-        fresh=args.fresh,
-        retry_failed=args.retry_failed,
-        ledger=args.ledger,
-        allow_files_from=files_from,
-        **constants,
-    )
+    with warnings.catch_warnings():  # said once, with the estimate
+        warnings.simplefilter("ignore", MappingWarning)
+        result = runner.run(
+            df,
+            args.models,
+            columns,
+            max_credits=args.max_credits,
+            run_name=args.run_name,
+            fresh=args.fresh,
+            retry_failed=args.retry_failed,
+            ledger=args.ledger,
+            allow_files_from=files_from,
+            **constants,
+        )
     args.outcome = {"rows": len(result), "status": result["status"].value_counts().to_dict()}
     try:
         return _write_results(args, result)
@@ -354,7 +385,9 @@ def _write_results(args: argparse.Namespace, result: pd.DataFrame) -> int:
             ]
             shown = result.assign(output_url=local)
         args.gallery.write_text(
-            Gallery(shown, per_page=max(1, len(shown))).to_html_page(f"{args.model}: {args.table.name}")
+            Gallery(shown, per_page=max(1, len(shown))).to_html_page(
+                f"{', '.join(args.model) or 'the models of its rows'}: {args.table.name}"
+            )
         )
         print(f"gallery: {args.gallery}")
     problems = causes(result)

@@ -1,7 +1,8 @@
 """Saving a result frame's outputs to a folder: names from columns, a JSON sidecar per file, no file lost.
 
-Files are named by ``name=`` (a template of the frame's columns, ``{row}`` and ``{id}``), else by the
-row and what it asked (its model and input): never by the output's host or port, so the same sweep
+Files are named by ``name=`` (a template of the frame's columns, ``{row}`` and ``{id}``; a comparison
+of models has ``{model}`` too, and its ``{row}`` is the frame row), else by the row and what it asked
+(its model and input): never by the output's host or port, so the same sweep
 saved twice (even from a restarted sandbox) gives the same names. A frame may come from someone
 else, so every name is made by :mod:`mediagen_nb.client.files` (no separator, short, proven inside
 the folder) and its extension comes from the URL only when that is a media extension, else from the
@@ -25,6 +26,7 @@ from typing import Any
 import httpx
 import pandas as pd
 
+from mediagen_nb.batch.runner import MODEL, MODEL_COLUMNS, MODELS, ROW
 from mediagen_nb.client import files
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import save
@@ -53,7 +55,7 @@ def check_name(template: str | None, df: pd.DataFrame) -> None:
         fields = _fields(template)
     except ValueError as exc:
         raise ValueError(f"download: name={template!r} is not a template ({exc})") from None
-    known = {str(c) for c in df.columns} | {"row", "id"}
+    known = {str(c) for c in df.columns} | {"row", "id", "model"}
     unknown = [f for f in fields if f.split(".")[0].split("[")[0] not in known]
     if unknown:
         raise ValueError(
@@ -62,20 +64,37 @@ def check_name(template: str | None, df: pd.DataFrame) -> None:
         )
 
 
-def _stem(template: str | None, position: int, record: Mapping[str, Any], column: str) -> str:
-    """The file name of a row before its extension: the template filled, else its row and what it asked."""
+def _stem(
+    template: str | None, position: int, record: Mapping[str, Any], column: str, model: str | None = None
+) -> str:
+    """The file name of a row before its extension: the template filled, else its row, its model (in
+    a frame of several) and what it asked."""
     prefix = column.removesuffix("output_url")
     ident = record.get(prefix + "generation_id") or ""
     if template is not None:
         values = {str(k): ("" if v is None else v) for k, v in record.items()}
-        text = template.format(**{**values, "row": position, "id": ident})
+        row = record.get(prefix + ROW, position)  # a comparison's frame row, else the position
+        text = template.format(**{**values, "row": row, "id": ident, "model": model or ""})
     else:
         asked = record.get(prefix + "input")
         basis = (
             json.dumps(asked, sort_keys=True, default=str) if asked is not None else _path_of(record[column])
         )
-        text = f"{position:05d}-{hashlib.sha256(basis.encode()).hexdigest()[:10]}"
+        named = f"-{model}" if model else ""
+        text = f"{position:05d}{named}-{hashlib.sha256(basis.encode()).hexdigest()[:10]}"
     return files.name(text, fallback=f"{position:05d}")
+
+
+def row_models(df: pd.DataFrame, prefix: str) -> tuple[list[str | None], bool]:
+    """The model of each row (for its sidecar), and whether they come from a column (several models):
+    a sweep's one model, else the column naming each row's model."""
+    single = df.attrs.get(MODELS, {}).get(prefix)
+    if single is not None:
+        return [single] * len(df), False
+    column = df.attrs.get(MODEL_COLUMNS, {}).get(prefix) or prefix + MODEL
+    if column in df.columns:
+        return [v if isinstance(v, str) else None for v in df[column]], True
+    return [None] * len(df), False
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -91,6 +110,7 @@ def targets(df: pd.DataFrame, column: str, name: str | None) -> tuple[dict[int, 
     """Row position -> what to save, for every row with an output (names made unique); and the rows
     whose name cannot be made (a template that does not fill), with why."""
     check_name(name, df)
+    models, named = row_models(df, column.removesuffix("output_url"))
     chosen: dict[int, Job] = {}
     failed: dict[int, str] = {}
     taken: set[str] = set()
@@ -99,7 +119,7 @@ def targets(df: pd.DataFrame, column: str, name: str | None) -> tuple[dict[int, 
         if not isinstance(url, str) or not url:
             continue
         try:
-            stem = _stem(name, position, record, column)
+            stem = _stem(name, position, record, column, models[position] if named or name else None)
         except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
             failed[position] = f"download: name={name!r} cannot be filled for this row ({exc})"
             continue
@@ -208,11 +228,11 @@ def download(
     folder.mkdir(parents=True, exist_ok=True)
     records = _records(df)
     prefix = column.removesuffix("output_url")
-    model = df.attrs.get("mediagen_models", {}).get(prefix)
+    models, _ = row_models(df, prefix)
 
     def write(position: int, job: Job, target: Path) -> None:
         if sidecars:
-            card = sidecar(records[position], column, job.url, model)
+            card = sidecar(records[position], column, job.url, models[position])
             files.inside(folder, target.name + ".json").write_text(json.dumps(card, indent=2, default=str))
 
     saved, failed = _fetch_all(jobs, folder, progress, write)

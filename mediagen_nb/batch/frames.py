@@ -1,8 +1,9 @@
 """The few things a sweep needs of a frame, for pandas and polars: one engine, two kinds of frame.
 
 The engine reads a frame's column names and rows as records, and gives back whole columns of
-results; :func:`table` wraps a pandas or a polars DataFrame (a LazyFrame is collected first) in
-that small interface, so ``df.mediagen`` and ``pl_df.mediagen`` share every line of the engine.
+results (for a comparison of models, on the frame's rows repeated: one per row and model);
+:func:`table` wraps a pandas or a polars DataFrame (a LazyFrame is collected first) in that small
+interface, so ``df.mediagen`` and ``pl_df.mediagen`` share every line of the engine.
 Neither library is imported here unless the frame given is one of its own.
 """
 
@@ -26,7 +27,12 @@ class Table(Protocol):
 
     def attrs(self) -> dict[str, Any]: ...
 
-    def with_columns(self, columns: Mapping[str, Sequence[Any]], attrs: Mapping[str, Any]) -> Any: ...
+    def with_columns(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        attrs: Mapping[str, Any],
+        rows: Sequence[int] | None = None,
+    ) -> Any: ...
 
 
 class PandasTable:
@@ -47,10 +53,15 @@ class PandasTable:
     def attrs(self) -> dict[str, Any]:
         return dict(self.native.attrs)
 
-    def with_columns(self, columns: Mapping[str, Sequence[Any]], attrs: Mapping[str, Any]) -> Any:
+    def with_columns(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        attrs: Mapping[str, Any],
+        rows: Sequence[int] | None = None,
+    ) -> Any:
         import pandas as pd
 
-        out = self.native.copy()
+        out = self.native.copy() if rows is None else self.native.iloc[list(rows)].copy()
         for name, values in columns.items():
             if name == "credits" and all(v is None or isinstance(v, int) for v in values):
                 out[name] = pd.array(list(values), dtype="Int64")
@@ -78,7 +89,12 @@ class PolarsTable:
     def attrs(self) -> dict[str, Any]:
         return dict(getattr(self.native, ATTRS, {}))
 
-    def with_columns(self, columns: Mapping[str, Sequence[Any]], attrs: Mapping[str, Any]) -> Any:
+    def with_columns(
+        self,
+        columns: Mapping[str, Sequence[Any]],
+        attrs: Mapping[str, Any],
+        rows: Sequence[int] | None = None,
+    ) -> Any:
         import polars as pl
 
         series = []
@@ -90,7 +106,8 @@ class PolarsTable:
                 ]
             dtype = pl.List(pl.String) if name.endswith("output_urls") else None
             series.append(pl.Series(name, list(values), dtype=dtype, strict=False))
-        out = self.native.with_columns(series)
+        frame = self.native if rows is None else self.native.select(pl.all().gather(list(rows)))
+        out = frame.with_columns(series)
         setattr(out, ATTRS, {**self.attrs(), **attrs})
         return out
 

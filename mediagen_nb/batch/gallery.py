@@ -3,8 +3,11 @@
 Each card is one row's media with a caption of what varied between the rows (the inputs that are not
 the same everywhere), its credits and status. Past ``per_page`` rows the view is paged
 (``preview(page=2)``); ``rows=``/``cols=`` lay the cards out as a facet grid, one row per value of
-a column and one column per value of another. Everything is escaped and nothing is executed; media
-load lazily, so a page of hundreds of images scrolls smoothly.
+a column and one column per value of another, each row headed by what its cards share. A comparison
+of models (a result with ``row`` and ``model`` columns) is such a grid by default: the frame's rows
+down, the models across, each cell one model's output for that row (or why it has none).
+Everything is escaped and nothing is executed; media load lazily, so a page of hundreds of images
+scrolls smoothly.
 """
 
 import threading
@@ -16,13 +19,14 @@ from typing import Any
 import pandas as pd
 
 from mediagen_nb.batch import routing
-from mediagen_nb.batch.runner import RESULT_COLUMNS
+from mediagen_nb.batch.runner import MODEL, RESULT_COLUMNS, ROW
 from mediagen_nb.client import html
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.formats import kind_of_url
 
 PER_PAGE = 300  # cards on one page
 NOT_CAPTIONS = (*RESULT_COLUMNS, "local_path", "download_error")  # a run's own columns (any prefix)
+_HEAD = "color:#444;font-weight:normal;text-align:left;max-width:220px;word-break:break-word"
 _GRID = "display:grid;grid-template-columns:repeat(auto-fill,minmax({w}px,1fr));gap:8px;font:12px sans-serif"
 _CARD = "border:1px solid #ddd;border-radius:6px;padding:4px;overflow:hidden;text-align:left"
 _CAPTION = "color:#444;margin-top:2px;word-break:break-word"
@@ -75,6 +79,8 @@ class Gallery:
             raise ValueError("preview: page and per_page start at 1")
         self.df = df
         self.media = [media] if media is not None else (url_columns(df)[:1] or [""])
+        if rows is None and cols is None:
+            rows, cols = comparison(df, self.media[0].removesuffix("output_url"))
         facets = {rows, cols}  # said once by the grid's headers, not on every card
         self.caption = (
             list(columns) if columns is not None else [c for c in self._varying() if c not in facets]
@@ -139,27 +145,76 @@ class Gallery:
             cells.setdefault(spot, []).append(record)
         row_values = list(dict.fromkeys(r for r, _ in cells)) or [""]  # in the order they first appear
         col_values = list(dict.fromkeys(c for _, c in cells)) or [""]
-        head = "".join(f'<th style="{_TD}">{escape(c)}</th>' for c in col_values)
-        lines = []
-        for r in row_values:
-            tds = "".join(f'<td style="{_TD}">{self._grid(cells.get((r, c), []))}</td>' for c in col_values)
-            lines.append(f'<tr><th style="{_TD}">{escape(r)}</th>{tds}</tr>')
+        shared = self._shared_by_rows(records) if self.rows else []
+        caption = self.caption
+        self.caption = [c for c in caption if c not in shared]  # said once, in the row's header
+        try:
+            head = "".join(f'<th style="{_TD}">{escape(c)}</th>' for c in col_values)
+            lines = []
+            for r in row_values:
+                members = [record for c in col_values for record in cells.get((r, c), [])]
+                facts = "".join(
+                    f"<div>{escape(column)}: {escape(_text(members[0].get(column)))}</div>"
+                    for column in shared
+                    if members and not _blank(members[0].get(column))
+                )
+                tds = "".join(
+                    f'<td style="{_TD}">{self._grid(cells.get((r, c), []))}</td>' for c in col_values
+                )
+                lines.append(f'<tr><th style="{_TD};{_HEAD}">{escape(r)}{facts}</th>{tds}</tr>')
+        finally:
+            self.caption = caption
         corner = escape(f"{self.rows or ''} \\ {self.cols or ''}")
         header = f'<tr><th style="{_TD}">{corner}</th>{head}</tr>'
         return f'<table style="border-collapse:collapse">{header}{"".join(lines)}</table>'
 
+    def _shared_by_rows(self, records: list[dict[str, Any]]) -> list[str]:
+        """Caption columns with one value within each row of the grid (a comparison's prompt): the
+        row's header says them once, not every card of the row."""
+        first: dict[str, dict[str, str]] = {}
+        varies: set[str] = set()
+        for record in records:
+            spot = _text(record.get(self.rows)) if self.rows else ""
+            seen = first.setdefault(spot, {})
+            for column in self.caption:
+                value = _text(record.get(column))
+                if seen.setdefault(column, value) != value:
+                    varies.add(column)
+        return [c for c in self.caption if c not in varies]
+
+    def _page(self) -> tuple[list[dict[str, Any]], int, int, int]:
+        """The records of this page, the first and last row numbers shown (from 1), and the pages.
+
+        A facet grid pages by whole rows of the grid (about ``per_page`` cards a page), so one input
+        row's models are never split between two pages."""
+        total = len(self.df)
+        if not self.rows:
+            first = (self.page - 1) * self.per_page
+            shown = self.df.iloc[first : first + self.per_page].to_dict("records")
+            return (
+                shown,
+                first + 1 if shown else 0,
+                min(total, first + self.per_page),
+                -(-total // self.per_page),
+            )
+        keys = [_text(v) for v in self.df[self.rows]]
+        order = list(dict.fromkeys(keys))
+        size = max(1, round(self.per_page * len(order) / max(1, total)))  # grid rows a page
+        pages = -(-len(order) // size)
+        wanted = set(order[(self.page - 1) * size : self.page * size])
+        positions = [i for i, key in enumerate(keys) if key in wanted]
+        shown = self.df.iloc[positions].to_dict("records")
+        return shown, positions[0] + 1 if positions else 0, positions[-1] + 1 if positions else 0, pages
+
     def _repr_html_(self) -> str:
         total = len(self.df)
-        first = (self.page - 1) * self.per_page
-        shown = self.df.iloc[first : first + self.per_page].to_dict("records")
+        shown, first, last, pages = self._page()
         body = self._facets(shown) if (self.rows or self.cols) else self._grid(shown)
         note = ""
-        if total > self.per_page or self.page > 1:
-            last = min(total, first + self.per_page)
-            pages = -(-total // self.per_page)
+        if pages > 1 or self.page > 1:
             note = (
                 f'<div style="font:12px sans-serif;margin:4px 0">'
-                f"showing {first + 1 if shown else 0:,}-{last:,} "
+                f"showing {first:,}-{last:,} "
                 f"of {total:,} (page {self.page} of {pages}; preview(page=N) for another)</div>"
             )
         return note + body
@@ -170,6 +225,15 @@ class Gallery:
             f'<!doctype html><html><head><meta charset="utf-8"><title>{escape(title)}</title></head>'
             f"<body><h1>{escape(title)}</h1>{self._repr_html_()}</body></html>"
         )
+
+
+def comparison(df: pd.DataFrame, prefix: str = "") -> tuple[str | None, str | None]:
+    """The default grid of a comparison of models (a ``row`` and a ``model`` column, several models):
+    the frame's rows down and the models across; else no facets."""
+    row, model = prefix + ROW, prefix + MODEL
+    if row in df.columns and model in df.columns and df[model].nunique() > 1:
+        return row, model
+    return None, None
 
 
 class LiveGallery:

@@ -19,7 +19,7 @@ from mediagen_nb.batch.frames import as_pandas
 if TYPE_CHECKING:
     from mediagen_nb.batch import runner
     from mediagen_nb.batch.gallery import Gallery
-    from mediagen_nb.batch.plan import Columns
+    from mediagen_nb.batch.plan import Columns, Models
 
 
 class _Mediagen:
@@ -28,21 +28,21 @@ class _Mediagen:
     def __init__(self, df: pl.DataFrame | pl.LazyFrame) -> None:
         self._df = df
 
-    def estimate(self, model: str, columns: Columns = None, **options: Any) -> pl.DataFrame:
+    def estimate(self, model: Models = None, columns: Columns = None, **options: Any) -> pl.DataFrame:
         """Price every row (``credits``, ``billing``, ``error``, ``input``); see ``df.mediagen.estimate``."""
         from mediagen_nb.batch import runner
 
         done: pl.DataFrame = runner.estimate(self._df, model, columns, **options)
         return done
 
-    def run(self, model: str, columns: Columns = None, **options: Any) -> pl.DataFrame:
+    def run(self, model: Models = None, columns: Columns = None, **options: Any) -> pl.DataFrame:
         """Run every row at the speed the limits allow; see ``df.mediagen.run``."""
         from mediagen_nb.batch import runner
 
         done: pl.DataFrame = runner.run(self._df, model, columns, **options)
         return done
 
-    def submit(self, model: str, columns: Columns = None, **options: Any) -> runner.SweepHandle:
+    def submit(self, model: Models = None, columns: Columns = None, **options: Any) -> runner.SweepHandle:
         """Like ``run`` but returns a handle at once; ``handle.result()`` is a polars frame."""
         from mediagen_nb.batch import runner
 

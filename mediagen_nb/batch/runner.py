@@ -4,9 +4,11 @@ Everything runs on one background event loop with an AsyncClient, so a blocking 
 non-blocking ``submit`` are the same code, and the kernel stays usable during a long sweep.
 """
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -16,15 +18,18 @@ from mediagen_nb.batch.estimates import Price, price_rows
 from mediagen_nb.batch.frames import Table, table
 from mediagen_nb.batch.handle import RowResult, SweepHandle, progress_bar
 from mediagen_nb.batch.plan import (
-    QUOTED,
     Columns,
     FilesFrom,
     Folders,
     MappingError,
+    Models,
+    NotSent,
+    Plan,
     Row,
     allowed,
-    plan_rows,
-    resolve_columns,
+    model_ids,
+    plan,
+    warn,
 )
 from mediagen_nb.batch.scheduler import Outcome, Sweep, outcome_fields
 from mediagen_nb.batch.words import words
@@ -32,8 +37,6 @@ from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, BudgetSt
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.connection import async_current
 from mediagen_nb.client.errors import ValidationError
-from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.messages import did_you_mean
 
 RESULT_COLUMNS = (
     "generation_id",
@@ -46,7 +49,9 @@ RESULT_COLUMNS = (
     "input",
 )
 ESTIMATE_COLUMNS = ("credits", "billing", "error", "input")
-MODELS = "mediagen_models"  # DataFrame.attrs: the model of each result prefix (for download sidecars)
+MODELS = "mediagen_models"  # DataFrame.attrs: the one model of each result prefix (for download sidecars)
+MODEL_COLUMNS = "mediagen_model_columns"  # DataFrame.attrs: the column naming each row's model, by prefix
+ROW, MODEL = "row", "model"  # a comparison's columns: the frame row (its label) and the model of each row
 WRITTEN = "mediagen_columns"  # DataFrame.attrs: the columns a sweep or estimate wrote (free to write again)
 
 
@@ -85,9 +90,11 @@ def check_options(**options: Any) -> None:
                     field=name,
                     sent=False,
                 )
-        elif name in ("model", "run_name", "prefix"):
-            if not isinstance(value, str) or (name == "model" and not value):
+        elif name in ("run_name", "prefix"):
+            if not isinstance(value, str):
                 raise ValidationError(f"{name} must be a string, not {value!r}", field=name, sent=False)
+        elif name == "model":
+            model_ids(value)
         elif name in ("fresh", "retry_failed", "progress", "show") and not isinstance(value, bool):
             raise ValidationError(f"{name} must be True or False, not {value!r}", field=name, sent=False)
         elif name == "ledger" and not isinstance(value, (str, Path, Ledger)):
@@ -115,7 +122,7 @@ def _call(coroutine: Any) -> Any:
 
 def prepare(
     frame: Table,
-    model_id: str,
+    models: Models,
     columns: Columns,
     constants: Mapping[str, Any],
     client: AsyncClient,
@@ -123,59 +130,113 @@ def prepare(
     run_name: str = "",
     files_from: FilesFrom,
     upload: bool = True,
-) -> tuple[Model, list[Row]]:
-    """The model and one checked Row per DataFrame row; mapping errors raise before any request.
+    notes: bool = True,
+) -> Plan:
+    """The plan of a call: one checked Row per frame row and model; mapping errors raise before any
+    request but the catalog's (which needs no key), and each model's notes are said once.
 
     A row's local files must lie in ``files_from``'s folders; they are uploaded (become URLs) only
-    when ``upload``: a sweep's run, never its estimate.
+    when ``upload``: a sweep's run, never its estimate. ``notes=False``: the caller shows them.
     """
-    models = {m.id: m for m in _call(client.models())}
-    if model_id not in models:
-        hint = did_you_mean(model_id, list(models), QUOTED)
-        raise ValidationError(messages.unknown_model(model_id, models) + hint, field="model", sent=False)
-    model = models[model_id]
-    by_field = resolve_columns(model, frame.names(), columns, constants)
+    catalog = {m.id: m for m in _call(client.models())}
 
     def check(model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
         values = files_from.checked(model, values)
         return client.check_input(model, client.attach(model, values) if upload else values)
 
-    return model, plan_rows(frame.records(), model, by_field, constants, check, run_name=run_name)
+    found = plan(
+        frame.names(), frame.records(), catalog, models, columns, constants, check, run_name=run_name
+    )
+    for note in found.notes if notes else ():
+        warn(NotSent(note))
+    return found
+
+
+async def price_plan(client: AsyncClient, found: Plan) -> tuple[dict[int, Price], dict[str, int]]:
+    """Every planned row's price by position, and the estimate requests each model took: as few as its
+    pricing allows (none for a listed price, one per price class), every model at once."""
+    by_model = {m: [r for r in found.rows if r.model == m] for m in found.models}
+    priced = await asyncio.gather(
+        *(price_rows(client, found.models[m], rows) for m, rows in by_model.items())
+    )
+    prices = {position: price for model_prices, _ in priced for position, price in model_prices.items()}
+    return prices, {m: requests for m, (_, requests) in zip(by_model, priced, strict=True)}
+
+
+@dataclass
+class Subtotal:
+    """One model's part of an estimate."""
+
+    credits: int = 0
+    rows: int = 0  # planned rows (generations) of the model
+    invalid: int = 0
+    requests: int = 0
+    classes: list[tuple[int, int, str]] = field(default_factory=list)  # (rows, credits each, price class)
+
+    @property
+    def per_row(self) -> float | None:
+        """The mean price of its priced rows."""
+        priced = self.rows - self.invalid
+        return self.credits / priced if priced else None
 
 
 class EstimateSummary:
-    """Total, by price class, the largest rows, and the total against a budget or a key's cap."""
+    """Total, by model and price class, the largest rows, and the total against a budget or a key's cap."""
 
     def __init__(
         self,
-        model: Model,
-        credits: list[int | None],
+        found: Plan,
+        prices: Mapping[int, Price],
         labels: list[Any],
-        classes: list[str],
-        requests: int,
+        requests: Mapping[str, int],
         budget: int | None,
         key_cap: int | None,
         service: str = "",
     ) -> None:
-        self.model_id = model.id
+        self.models = list(found.models)
+        self.model_id = ", ".join(self.models)
         self.service = service
-        self.requests = requests
-        priced = [
-            (label, c, k) for label, c, k in zip(labels, credits, classes, strict=True) if c is not None
+        self.notes = list(found.notes)
+        self.frame_rows = len(labels)
+        self.model_column = found.model_column
+        self.requests = sum(requests.values())
+        self.by_model = {m: Subtotal(requests=requests.get(m, 0)) for m in self.models}
+        classes: dict[tuple[str, str, int], int] = Counter()
+        largest: list[tuple[str, int]] = []
+        self.total = self.invalid = 0
+        several = len(self.models) > 1
+        for row in found.rows:
+            sub = self.by_model.get(row.model)
+            credits = prices[row.position].credits if row.position in prices else None
+            if sub is not None:
+                sub.rows += 1
+            if credits is None:
+                self.invalid += 1
+                if sub is not None:
+                    sub.invalid += 1
+                continue
+            assert sub is not None  # a priced row runs on a model of the plan
+            sub.credits += credits
+            self.total += credits
+            classes[(row.model, price_class(found.models[row.model], row), credits)] += 1
+            label = labels[row.source]
+            largest.append((f"row {label} on {row.model}" if several else f"row {label}", credits))
+        self.rows = len(found.rows)
+        for (model_id, kind, credits), n in sorted(classes.items(), key=lambda c: (c[0][2], c[0][1])):
+            self.by_model[model_id].classes.append((n, credits, kind))
+        self.by_class = [
+            (n, credits, f"{m}: {kind}" if several else kind)
+            for m in self.models
+            for n, credits, kind in self.by_model[m].classes
         ]
-        self.total = sum(c for _, c, _ in priced)
-        self.rows = len(credits)
-        self.invalid = self.rows - len(priced)
-        counts = Counter((k, c) for _, c, k in priced)
-        self.by_class = sorted(((n, c, k) for (k, c), n in counts.items()), key=lambda r: (r[1], r[2]))
-        self.largest = sorted(((label, c) for label, c, _ in priced), key=lambda r: -r[1])[:5]
+        self.largest = sorted(largest, key=lambda r: -r[1])[:5]
         self.limits = {
             name: value for name, value in (("budget", budget), ("key cap", key_cap)) if value is not None
         }
 
     def _largest_lines(self) -> list[str]:
         """``largest rows: row 2: 25, ...``, or no line when no row was priced."""
-        shown = ", ".join(f"row {label}: {credits}" for label, credits in self.largest)
+        shown = ", ".join(f"{label}: {credits}" for label, credits in self.largest)
         return [f"largest rows: {shown}"] if shown else []
 
     def _limit_lines(self) -> list[str]:
@@ -185,31 +246,63 @@ class EstimateSummary:
             lines.append(f"against the {name} of {value} credits: {verdict}")
         return lines
 
-    def __str__(self) -> str:
+    def _head(self) -> str:
         where = f" on {self.service}" if self.service else ""
-        head = (
-            f"{self.model_id}{where}: {self.total} credits for {self.rows - self.invalid} rows "
-            f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
+        if len(self.models) == 1:
+            return (
+                f"{self.model_id}{where}: {self.total} credits for {self.rows - self.invalid} rows "
+                f"({self.invalid} invalid, never sent) using {self.requests} estimate requests"
+            )
+        shape = (
+            f"{self.frame_rows} rows, each on the model its column names"
+            if self.model_column
+            else f"{self.frame_rows} rows x {len(self.models)} models"
         )
-        classes = [f"  {rows} x {credits} credits  ({kind})" for rows, credits, kind in self.by_class]
-        return "\n".join([head, *classes, *self._largest_lines(), *self._limit_lines()])
+        return (
+            f"{len(self.models)} models{where}: {self.total} credits for {self.rows - self.invalid} "
+            f"generations ({shape}; {self.invalid} invalid, never sent) using {self.requests} estimate "
+            "requests"
+        )
+
+    def _model_line(self, model_id: str) -> str:
+        sub = self.by_model[model_id]
+        each = f", {sub.per_row:.4g} a row" if sub.per_row is not None else ""
+        invalid = f" ({sub.invalid} invalid)" if sub.invalid else ""
+        priced = sub.rows - sub.invalid
+        return (
+            f"{model_id}: {sub.credits} credits for {priced} row{'' if priced == 1 else 's'}{invalid}{each}, "
+            f"{sub.requests} estimate request{'' if sub.requests == 1 else 's'}"
+        )
+
+    def __str__(self) -> str:
+        if len(self.models) == 1:
+            body = [f"  {rows} x {credits} credits  ({kind})" for rows, credits, kind in self.by_class]
+        else:
+            body = []
+            for m in self.models:
+                body.append(f"  {self._model_line(m)}")
+                body += [f"    {n} x {c} credits  ({kind})" for n, c, kind in self.by_model[m].classes]
+        notes = [f"note: {note}" for note in self.notes]
+        return "\n".join([self._head(), *body, *self._largest_lines(), *notes, *self._limit_lines()])
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        classes = "".join(
-            f"<tr><td>{rows}</td><td>{credits}</td><td>{escape(str(kind))}</td></tr>"
-            for rows, credits, kind in self.by_class
+        several = len(self.models) > 1
+        head = "<th>model</th>" if several else ""
+        lines = []
+        for m in self.models:
+            for rows, credits, kind in self.by_model[m].classes:
+                cell = f"<td>{escape(m)}</td>" if several else ""
+                lines.append(f"<tr>{cell}<td>{rows}</td><td>{credits}</td><td>{escape(str(kind))}</td></tr>")
+        subtotals = (
+            "".join(f"<div>{escape(self._model_line(m))}</div>" for m in self.models) if several else ""
         )
-        limits = "".join(
-            f"<div>{escape(line)}</div>" for line in [*self._largest_lines(), *self._limit_lines()]
-        )
+        extra = [*self._largest_lines(), *(f"note: {note}" for note in self.notes), *self._limit_lines()]
         return (
-            f"<div><b>{escape(self.model_id)}</b>{escape(f' on {self.service}' if self.service else '')}: "
-            f"<b>{self.total}</b> credits "
-            f"for {self.rows - self.invalid} rows "
-            f"({self.invalid} invalid, never sent), {self.requests} estimate requests</div>"
-            f"<table><tr><th>rows</th><th>credits each</th><th>price class</th></tr>{classes}</table>{limits}"
+            f"<div>{escape(self._head())}</div>{subtotals}"
+            f"<table><tr>{head}<th>rows</th><th>credits each</th><th>price class</th></tr>{''.join(lines)}"
+            f"</table>{''.join(f'<div>{escape(line)}</div>' for line in extra)}"
         )
 
 
@@ -223,7 +316,7 @@ def _show(summary: Any) -> None:
 
 def estimate(
     df: Any,
-    model_id: str,
+    models: Models,
     columns: Columns = None,
     *,
     client: BaseClient | None = None,
@@ -236,45 +329,70 @@ def estimate(
     """A copy of ``df`` (pandas or polars) with ``credits`` and ``billing`` per row, ``error`` for
     invalid rows, and the ``input`` each row would send; the summary is ``attrs["mediagen_estimate"]``.
 
-    Local files are measured here, never uploaded; ``allow_files_from`` adds folders (beyond the
-    working folder) a frame's paths may name."""
-    check_options(model=model_id, client=client, budget=budget, key_cap=key_cap, show=show)
+    ``models`` is one model id, a list of them (a row per frame row and model, with ``row`` and
+    ``model`` columns), or None to price each row on the model its own model column names. Local
+    files are measured here, never uploaded; ``allow_files_from`` adds folders (beyond the working
+    folder) a frame's paths may name."""
+    check_options(model=models, client=client, budget=budget, key_cap=key_cap, show=show)
     frame = table(df)
-    writable(frame, list(ESTIMATE_COLUMNS), "the estimate", prefixed=False)
     files_from = allowed(allow_files_from)
     aclient = async_client(client)
-    model, rows = prepare(frame, model_id, columns, constants, aclient, files_from=files_from, upload=False)
-    prices, requests = _call(price_rows(aclient, model, rows))
-    credits = [_credits(prices.get(r.position)) for r in rows]
+    found = prepare(
+        frame, models, columns, constants, aclient, files_from=files_from, upload=False, notes=not show
+    )  # shown, the summary says the notes
+    names = [*tidy_columns(found), *ESTIMATE_COLUMNS]
+    writable(frame, names, "the estimate", prefixed=False)
+    prices, requests = _call(price_plan(aclient, found))
     summary = EstimateSummary(
-        model,
-        credits,
-        frame.labels(),
-        [price_class(model, r) for r in rows],
-        requests,
-        budget,
-        key_cap,
-        aclient.settings.service_name,
+        found, prices, frame.labels(), requests, budget, key_cap, aclient.settings.service_name
     )
+    rows = found.rows
     out = frame.with_columns(
         {
-            "credits": credits,
+            **tidy_values(found, frame),
+            "credits": [_credits(prices.get(r.position)) for r in rows],
             "billing": [prices[r.position].billing if r.position in prices else None for r in rows],
             "error": [r.error or (prices[r.position].error if r.position in prices else None) for r in rows],
             "input": [r.input for r in rows],
         },
-        {WRITTEN: written(frame, list(ESTIMATE_COLUMNS)), "mediagen_estimate": summary},
+        {WRITTEN: written(frame, names), "mediagen_estimate": summary},
+        rows=[r.source for r in rows] if found.tidy else None,
     )
     if show:
         _show(summary)
     return out
 
 
+def tidy_columns(found: Plan, prefix: str = "") -> list[str]:
+    """The columns a comparison adds before its results: the frame row and the model of each row."""
+    return [prefix + ROW, prefix + MODEL] if found.tidy else []
+
+
+def tidy_values(found: Plan, frame: Table, prefix: str = "") -> dict[str, list[Any]]:
+    """The ``row`` (the frame row's label) and ``model`` of each planned row, for a comparison."""
+    if not found.tidy:
+        return {}
+    labels = frame.labels()
+    return {
+        prefix + ROW: [labels[r.source] for r in found.rows],
+        prefix + MODEL: [r.model for r in found.rows],
+    }
+
+
 def price_class(model: Model, row: Row) -> str:
     """What sets this row's price: its values of the model's ``varies_by`` inputs, or the listed price."""
     if model.pricing is None:
         return "listed price"
-    return ", ".join(f"{name}={(row.input or {}).get(name)}" for name in model.varies_by)
+    values = row.input or {}
+    return ", ".join(
+        f"{name}={values[name]}" if name in values else f"{name}={_default(model, name)} (default)"
+        for name in model.varies_by
+    )
+
+
+def _default(model: Model, name: str) -> Any:
+    prop = model.properties.get(name)
+    return prop.get("default") if isinstance(prop, Mapping) else None
 
 
 def _credits(price: Price | None) -> int | None:
@@ -317,7 +435,7 @@ def _within_budget(prices: dict[int, Price], session: BudgetStatus) -> None:
 
 def submit(
     df: Any,
-    model_id: str,
+    models: Models,
     columns: Columns = None,
     *,
     client: BaseClient | None = None,
@@ -334,7 +452,10 @@ def submit(
 ) -> SweepHandle:
     """Start a sweep in the background and return its handle at once.
 
-    A path in the frame is sent only from the working folder or a folder of ``allow_files_from``.
+    ``models`` is one model id, a list of them (every row on each: one result row per frame row and
+    model, with ``row`` and ``model`` columns, under one budget and one schedule), or None to run each
+    row on the model its own model column names. A path in the frame is sent only from the working
+    folder or a folder of ``allow_files_from``.
 
     ``retry_failed=True`` starts again exactly the rows whose last attempt failed (new generations for
     those rows only) and keeps every success. ``on_row`` is called with each row's
@@ -346,7 +467,7 @@ def submit(
             f"on_row must be a function of one row, not {on_row!r}", field="on_row", sent=False
         )
     check_options(
-        model=model_id,
+        model=models,
         client=client,
         prefix=prefix,
         max_credits=max_credits,
@@ -357,18 +478,18 @@ def submit(
         progress=progress,
     )
     frame = table(df)
-    writable(frame, [prefix + name for name in RESULT_COLUMNS], "the run")
     files_from = allowed(allow_files_from)
     aclient = async_client(client)
     if fresh:
         run_name = f"{run_name}|fresh-{time.time_ns()}"
-    model, rows = prepare(
-        frame, model_id, columns, constants, aclient, run_name=run_name, files_from=files_from
-    )
+    found = prepare(frame, models, columns, constants, aclient, run_name=run_name, files_from=files_from)
+    names = [*tidy_columns(found, prefix), *(prefix + name for name in RESULT_COLUMNS)]
+    writable(frame, names, "the run")
+    rows = found.rows
     session = budget()
     prices: dict[int, Price] = {}
     if max_credits is not None or session.limit is not None:
-        prices, _ = _call(price_rows(aclient, model, rows))
+        prices, _ = _call(price_plan(aclient, found))
     if max_credits is not None:
         _prices_within(
             prices,
@@ -382,7 +503,7 @@ def submit(
     book = ledgers.as_ledger(ledger)  # opened here, in the caller's thread: a bad file fails before any start
     sweep = Sweep(
         aclient,
-        model,
+        found.models,
         rows,
         book,
         prices={pos: p.credits for pos, p in prices.items() if p.credits is not None},
@@ -390,14 +511,22 @@ def submit(
         retry_failed=retry_failed,
     )
     bar = progress_bar(sweep.progress, len(rows), progress, aclient.settings.service_name)
+    tidy = tidy_values(found, frame, prefix)
+    single = next(iter(found.models)) if len(found.models) == 1 and found.model_column is None else None
+    model_column = found.model_column or (prefix + MODEL if found.tidy else None)
 
     def finish(outcomes: dict[int, Outcome]) -> Any:
         """The input frame with the result columns of ``outcomes`` (rows not done yet: ``pending``)."""
         fields = [outcome_fields(outcomes.get(r.position, Outcome("pending")), r.input) for r in rows]
-        names = [prefix + name for name in RESULT_COLUMNS]
+        attrs = frame.attrs()
         return frame.with_columns(
-            {prefix + name: [entry[name] for entry in fields] for name in RESULT_COLUMNS},
-            {WRITTEN: written(frame, names), MODELS: {**frame.attrs().get(MODELS, {}), prefix: model.id}},
+            {**tidy, **{prefix + name: [entry[name] for entry in fields] for name in RESULT_COLUMNS}},
+            {
+                WRITTEN: written(frame, names),
+                MODELS: {**attrs.get(MODELS, {}), prefix: single},
+                MODEL_COLUMNS: {**attrs.get(MODEL_COLUMNS, {}), prefix: model_column},
+            },
+            rows=[r.source for r in rows] if found.tidy else None,
         )
 
     records = frame.records()
@@ -407,6 +536,7 @@ def submit(
     return handle
 
 
-def run(df: Any, model_id: str, columns: Columns = None, **options: Any) -> Any:
-    """Run every row and return a copy of ``df`` with the result columns; Ctrl-C keeps what finished."""
-    return submit(df, model_id, columns, **options).result()
+def run(df: Any, models: Models, columns: Columns = None, **options: Any) -> Any:
+    """Run every row (on each model) and return a copy of ``df`` with the result columns; Ctrl-C keeps
+    what finished."""
+    return submit(df, models, columns, **options).result()

@@ -3,8 +3,14 @@
 Starts and reads go through the client's shared limiters (60 requests a minute per key, 60 starts
 a minute per account), so our own load never causes a 429. Each running generation is held by one
 long-poll (``wait=55``) at a time; for a model that runs longer than a wait, its first read is
-delayed by the run time seen so far for that model, so a generation usually costs one start and
+delayed by the run time seen so far for that model (until one of its generations has ended, one
+"probe" reads and the others wait for what it learns), so a generation usually costs one start and
 one read.
+
+Several models share the one schedule (:class:`StartOrder`): their rows are started in turn, so
+every model's results come in from the start, and a model whose runs take longer is started a little
+ahead of the others by the time it takes, so all end together instead of a slow video model's last
+runs holding up the end of the sweep.
 
 Money: every start is written to the ledger before it is sent (by the client). A row's failure is
 data and never stops the others; a start refused for money (credits, the key's cap, the budget), a
@@ -17,8 +23,8 @@ for what the service or the ledger did.
 
 import asyncio
 import statistics
-from collections import defaultdict
-from collections.abc import Callable
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -60,6 +66,8 @@ ROW_DONE = frozenset({states.SUCCEEDED, states.FAILED, "invalid", "error", UNCER
 # Whose start a row's generation is: this run's, an earlier run's (this process's, or one that has
 # ended: a killed kernel's), or another running process's (counted there).
 NOW, EARLIER, ELSEWHERE = "now", "earlier", "elsewhere"
+SLOW_RUN = 2.0  # a slow run of a model, against its median (past the 99th percentile of the sandbox's)
+RUNTIME_SAMPLES = 101  # the latest run times of a model its median is taken over
 
 
 @dataclass
@@ -164,13 +172,50 @@ class Progress:
             listener(self)
 
 
+class StartOrder:
+    """Which row to start next, when several models share one sweep.
+
+    Each model's rows keep their order. The next start goes to the model whose rows left need the
+    largest share of the starts left to be started in time: a model whose runs take ``lead`` more
+    seconds than the fastest model's must have its last start that much earlier, so it needs its rows
+    in fewer of the starts left (``rate`` starts a second). With equal run times the models take turns,
+    by the rows they have left; with one model this is the rows' own order.
+    """
+
+    def __init__(self, rows: list[Row], rate: float) -> None:
+        self._queues: dict[str, deque[Row]] = {}
+        for row in rows:
+            self._queues.setdefault(row.model, deque()).append(row)
+        self.rate = rate  # starts a service second the limits allow
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self._queues.values())
+
+    def next(self, runtimes: Mapping[str, float | None]) -> Row | None:
+        """The next row to start, given each model's run time so far (service seconds; None: unknown)."""
+        left = {model: queue for model, queue in self._queues.items() if queue}
+        if not left:
+            return None
+        known = [t for model in left if (t := runtimes.get(model)) is not None]
+        fastest = min(known, default=0.0)
+        starts = sum(len(queue) for queue in left.values())
+        best: tuple[float, int, int] | None = None
+        chosen = ""
+        for order, (model, queue) in enumerate(left.items()):
+            lead = max(0.0, (runtimes.get(model) or fastest) - fastest) * self.rate
+            need = (len(queue) / max(float(len(queue)), starts - lead), len(queue), -order)
+            if best is None or need > best:
+                best, chosen = need, model
+        return left[chosen].popleft()
+
+
 class Sweep:
     """One run of a plan on the background loop. ``cancel()`` stops starting and returns what is known."""
 
     def __init__(
         self,
         client: AsyncClient,
-        model: Model,
+        models: Mapping[str, Model],
         rows: list[Row],
         ledger: ledgers.Ledger,
         *,
@@ -179,13 +224,15 @@ class Sweep:
         retry_failed: bool = False,
     ) -> None:
         self.client = client
-        self.model = model
+        self.models = dict(models)
         self.rows = rows
         self.ledger = ledger
-        self.prices = prices or {}
-        if model.pricing is None:  # a listed price: every row's, known without a request
-            self.prices = {row.position: model.credits or 0 for row in rows if row.input is not None}
-        self._charged: dict[str, int] = {}  # what answered starts cost, by price combination
+        self.prices = dict(prices or {})
+        for row in rows:  # a listed price: known without a request
+            model = self.models.get(row.model)
+            if row.input is not None and model is not None and model.pricing is None:
+                self.prices[row.position] = model.credits or 0
+        self._charged: dict[tuple[str, str], int] = {}  # what answered starts cost, by model and price class
         self.retry_failed = retry_failed
         self._retried: set[int] = set()  # positions started again because their last attempt failed
         self.max_credits = max_credits
@@ -195,7 +242,12 @@ class Sweep:
         self._stop_reason: str | None = None
         self.stopped: str | None = None  # why the sweep stopped starting rows by itself (money, ledger ...)
         self._committed = 0  # credits charged or about to be, for max_credits
-        self._runtimes: dict[str, list[float]] = defaultdict(list)
+        self._runtimes: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=RUNTIME_SAMPLES))
+        self._medians: dict[str, float] = {}  # of each model's run times (service seconds)
+        self._slow: dict[str, float] = {}  # a slow run of each model: the 90th percentile of its run times
+        self._first_start: dict[str, float] = {}  # when each model's first row was started (real seconds)
+        self._probing: set[str] = set()  # models whose run time one generation is being read to learn
+        self._learned: dict[str, asyncio.Event] = {}  # set when a probe of the model ends
         self._cancelled = False
         self.row_listeners: list[Callable[[Row, Outcome], None]] = []  # called as each row ends
         self._watchers: list[asyncio.Task[None]] = []  # reads: cancelled by cancel()
@@ -249,13 +301,14 @@ class Sweep:
             if entry is not None and entry.final and entry.trusted(where):
                 self._committed += 0 if entry.status == states.FAILED else entry.credits
                 self._show(row, Outcome.from_entry(entry))
-            elif entry is not None and entry.resource_id and entry.model_id == self.model.id:
+            elif entry is not None and entry.resource_id and entry.model_id == row.model:
                 resumed.append(row)
             else:
                 pending.append(row)
         self._resumed = {row.position for row in resumed}
-        await self._start_all(resumed)  # first: they were charged before any new row
-        await self._start_all(pending)
+        rate = self._start_rate()
+        await self._start_all(StartOrder(resumed, rate))  # first: they were charged before any new row
+        await self._start_all(StartOrder(pending, rate))
         busy = [] if self._cancelled else [t for t in self._watchers if not t.done()]
         while busy:
             await asyncio.wait(busy)
@@ -271,6 +324,24 @@ class Sweep:
         self.progress.retried = len(retried)
         self.progress.retried_credits = sum(self.outcomes[p].credits for p in retried)
         return self.outcomes
+
+    def _start_rate(self) -> float:
+        """Starts a service second the limits allow this client: the account's 60 a minute, or half of
+        its keys' requests (each generation is a start and a read)."""
+        keys = max(1, len(self.client.settings.keys))
+        per_window = min(limits.STARTS_PER_ACCOUNT, limits.REQUESTS_PER_KEY * keys / 2)
+        return per_window / limits.WINDOW_SECONDS
+
+    def _runtime(self, model_id: str) -> float | None:
+        """How long a model's last runs may take (service seconds), for the start order: a slow run of
+        those seen (the 90th percentile), else how long its first run has been going (at least that),
+        else None."""
+        if model_id in self._slow:
+            return self._slow[model_id]
+        first = self._first_start.get(model_id)
+        if first is None:
+            return None
+        return (self.client.clock.monotonic() - first) * self.client.settings.limits.time_scale
 
     async def _next_attempts(self, rows: list[Row], known: dict[str, ledgers.Entry]) -> list[Row]:
         """Rows whose last attempt failed get the key of their next attempt (``<key>-retry<n>``).
@@ -293,8 +364,9 @@ class Sweep:
             failing = [by_position[row.position] for row in failing if _failed(found.get(keys[row.position]))]
         return [by_position[row.position] for row in rows]
 
-    async def _start_all(self, pending: list[Row]) -> None:
-        """Start rows, at most STARTS_IN_FLIGHT awaiting their answer; never leaves a start in flight."""
+    async def _start_all(self, order: StartOrder) -> None:
+        """Start rows in ``order``, at most STARTS_IN_FLIGHT awaiting their answer; never leaves a start
+        in flight. Each next row is chosen as a start is free, with the run times known then."""
         gate = asyncio.Semaphore(STARTS_IN_FLIGHT)
         starting: list[asyncio.Task[None]] = []
 
@@ -304,11 +376,14 @@ class Sweep:
             finally:
                 gate.release()
 
-        for row in pending:
+        while len(order):
             await gate.acquire()
             if self._stop_reason is not None:
                 gate.release()
                 break
+            row = order.next({model: self._runtime(model) for model in self.models})
+            assert row is not None
+            self._first_start.setdefault(row.model, self.client.clock.monotonic())
             starting.append(asyncio.create_task(start(row)))
         await asyncio.gather(*starting)
 
@@ -322,7 +397,7 @@ class Sweep:
         try:
             with ledgers.via("sweep"):
                 generation = await self.client.run(
-                    self.model.id,
+                    row.model,
                     row.input or {},
                     idempotency_key=row.key,
                     validate=False,
@@ -346,7 +421,7 @@ class Sweep:
             return
         self._committed += generation.credits_spent - (price or 0)
         if generation.status != states.FAILED:
-            self._charged[combination(self.model, row)] = generation.credits_spent
+            self._charged[(row.model, combination(self.models[row.model], row))] = generation.credits_spent
         origin = self._origin(row) if generation.reused else NOW
         if row.position in self._resumed and origin == NOW:
             self.progress.gone += 1  # the service no longer knows its earlier generation: started again
@@ -388,11 +463,12 @@ class Sweep:
     async def _price_of(self, row: Row) -> int | None:
         """What an unanswered start may have cost: what a start of the same price class was charged,
         else the service's estimate; None when neither can be learnt."""
-        seen = self._charged.get(combination(self.model, row))
+        model = self.models[row.model]
+        seen = self._charged.get((row.model, combination(model, row)))
         if seen is not None:
             return seen
         try:
-            return (await self.client.estimate(self.model.id, row.input or {}, validate=False)).credits
+            return (await self.client.estimate(row.model, row.input or {}, validate=False)).credits
         except MediagenError:
             return None
 
@@ -400,20 +476,44 @@ class Sweep:
         task = asyncio.create_task(self._watch(row, generation_id, self.client.clock.monotonic(), origin))
         self._watchers.append(task)
 
-    def _first_read_delay(self, row: Row) -> float:
-        """Real seconds to wait before the first read: the model's usual run time less half a wait (none
-        for a resumed row, which has been running since an earlier run)."""
-        seen = self._runtimes[self.model.id]
-        if not seen or row.position in self._resumed:
+    async def _probe(self, model_id: str) -> bool:
+        """Wait until the model's run time is known, or be the generation that reads to learn it (True:
+        the caller reads at once and calls :meth:`_probed` when its read ends)."""
+        while model_id not in self._medians:
+            if model_id not in self._probing:
+                self._probing.add(model_id)
+                return True
+            await self._learned.setdefault(model_id, asyncio.Event()).wait()
+        return False
+
+    def _probed(self, model_id: str) -> None:
+        """A probe's read ended (its run time is recorded if it succeeded): wake the generations waiting."""
+        self._probing.discard(model_id)
+        event = self._learned.pop(model_id, None)
+        if event is not None:
+            event.set()
+
+    def _first_read_delay(self, row: Row, started: float) -> float:
+        """Real seconds to wait before the first read of a generation started at ``started``: until
+        a slow run of the model (``SLOW_RUN`` times its median) would end within one long-poll, but no
+        later than its median, so the runs read as they end still tell the median: a run that ended
+        before its read is timed as longer than it was, which is harmless below the median (none for a
+        resumed row, which has been running since an earlier run)."""
+        median = self._medians.get(row.model)
+        if median is None or row.position in self._resumed:
             return 0.0
-        delay = statistics.median(seen) - limits.WAIT_MAX_SECONDS / 2
-        return max(0.0, self.client.settings.limits.real(delay))
+        due = min(median * SLOW_RUN - limits.WAIT_MAX_SECONDS, median)
+        waited = self.client.clock.monotonic() - started
+        return max(0.0, self.client.settings.limits.real(due) - waited)
 
     async def _watch(self, row: Row, generation_id: str, started: float, origin: str) -> None:
         """Hold one long-poll at a time on the generation until it ends (its reads are recorded in the
         ledger by the client, as every read of a start it made or resumed)."""
+        probe = False
         try:
-            delay = self._first_read_delay(row)
+            if row.position not in self._resumed:
+                probe = await self._probe(row.model)
+            delay = 0.0 if probe else self._first_read_delay(row, started)
             if delay:
                 await self.client.clock.wait(delay)
             generation = await self.client.wait(generation_id)
@@ -429,15 +529,26 @@ class Sweep:
             return
         except asyncio.CancelledError:
             return  # the row keeps its "processing" outcome, with its charge; a re-run resumes it
-        self._finish(row, generation, started, origin)
+        else:  # before a probe's waiters wake: its run time is recorded first
+            self._finish(row, generation, started, origin, timed=row.position not in self._resumed)
+        finally:
+            if probe:
+                self._probed(row.model)
 
-    def _finish(self, row: Row, generation: Generation, started: float, origin: str) -> None:
+    def _finish(
+        self, row: Row, generation: Generation, started: float, origin: str, *, timed: bool = False
+    ) -> None:
+        """Show a generation that ended; ``timed``: it was started by this run and read here, so the time
+        since ``started`` is its model's run time (at most: it may have ended before its read)."""
         elapsed = self.client.clock.monotonic() - started
         generation = replace(generation, elapsed_s=generation.elapsed_s or round(elapsed, 3))
-        if generation.status == states.SUCCEEDED:
-            self._runtimes[self.model.id].append(elapsed * self.client.settings.limits.time_scale)
-        else:
+        if generation.status != states.SUCCEEDED:
             self._committed -= generation.credits_spent  # failed runs are refunded
+        elif timed:
+            seen = self._runtimes[row.model]
+            seen.append(elapsed * self.client.settings.limits.time_scale)
+            self._medians[row.model] = statistics.median(seen)
+            self._slow[row.model] = statistics.quantiles(seen, n=10)[-1] if len(seen) > 1 else seen[0]
         self._show(row, Outcome.of(generation, origin=origin))
 
 

@@ -161,3 +161,110 @@ def raise_unless(flags: dict[str, Any], result: Any) -> Any:
 
 def video_summary(result: Any) -> tuple[str, bool]:
     return f"{describe(result)} · {money(result)}", result.status == "done"
+
+
+class Compared(dict[str, Any]):
+    """A cell's results on several models (``%%generate a,b``), by model id, shown side by side: each
+    model's result, or why it has none."""
+
+    @property
+    def failed(self) -> list[str]:
+        """The models that did not succeed (a failed run, or a start refused or broken)."""
+        return [
+            m for m, item in self.items() if isinstance(item, str) or getattr(item, "status", "") == "failed"
+        ]
+
+    def __repr__(self) -> str:
+        lines = []
+        for model_id, item in self.items():
+            if isinstance(item, str):
+                lines.append(f"{model_id}: {item}")
+            else:
+                lines.append(f"{model_id}: {describe(item)} · {money(item)}  {item.url or ''}".rstrip())
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        cells = []
+        for model_id, item in self.items():
+            body = (
+                f'<div style="color:#cf222e">{escape(item)}</div>'
+                if isinstance(item, str)
+                else item._repr_html_()
+            )
+            cells.append(
+                f'<div style="flex:1 1 280px;min-width:0"><div style="font:600 13px sans-serif;margin:2px 0">'
+                f"{escape(model_id)}</div>{body}</div>"
+            )
+        return (
+            f'<div style="display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start">{"".join(cells)}</div>'
+        )
+
+
+def follow_all(
+    shell: Any,
+    flags: dict[str, Any],
+    starts: dict[str, Callable[[], Any]],
+    wait: Callable[[Any, Callable[[Any], None]], Any],
+    summary: Callable[[Any], tuple[str, bool]],
+) -> Compared:
+    """Start every model's job (``starts``, by model id), then follow each to its end (``wait``), each
+    under a live status line of its own; a model whose start or reads fail says why in its place and
+    the others go on. A Ctrl-C keeps what started (in ``-o NAME`` and the history)."""
+    from mediagen_nb.client import MediagenError
+
+    lives = {model_id: Live(shell, model_id) for model_id in starts}
+    results = Compared()
+    closed: set[str] = set()
+
+    def keep() -> Compared:
+        store(shell, flags, results)
+        for item in results.values():
+            if not isinstance(item, str):
+                SESSION.remember(item)
+        return results
+
+    def close(model_id: str, line: str, ok: bool) -> None:
+        if model_id not in closed:
+            closed.add(model_id)
+            lives[model_id].close(line, ok=ok)
+
+    def failed(model_id: str, exc: MediagenError) -> None:
+        started = getattr(results.get(model_id), "id", None)
+        then = f"; {started} was started and a re-run picks it up" if started else ""
+        results[model_id] = f"{type(exc).__name__}: {exc}{then}"
+        close(model_id, results[model_id], False)
+
+    try:
+        for model_id, start in starts.items():
+            try:
+                results[model_id] = start()
+                lives[model_id].update(results[model_id])
+            except MediagenError as exc:
+                failed(model_id, exc)
+        for model_id, item in list(results.items()):
+            if isinstance(item, str) or item.done or flags.get("no_wait"):
+                continue
+            try:
+                results[model_id] = wait(item, lives[model_id].update)
+            except MediagenError as exc:
+                failed(model_id, exc)
+    except KeyboardInterrupt:
+        keep()
+        for model_id in starts:
+            close(
+                model_id, "interrupted; what started stays charged: run the cell again to pick it up", False
+            )
+        raise KeyboardInterrupt(
+            "interrupted: run the cell again to pick up what started, at no charge"
+        ) from None
+    except BaseException:
+        keep()
+        for model_id in starts:
+            close(model_id, "stopped", False)
+        raise
+    for model_id, item in results.items():
+        if not isinstance(item, str):
+            close(model_id, *summary(item))
+    return keep()

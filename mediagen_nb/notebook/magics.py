@@ -16,6 +16,7 @@ them); the words they leave are the model's fields.
 
 import getpass
 import sys
+from collections.abc import Callable
 from typing import Any, cast
 
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class, no_var_expand
@@ -24,9 +25,11 @@ from traitlets import Bool, Int, TraitError, Unicode, observe
 
 from mediagen_nb.notebook import options, parsing, replicas
 from mediagen_nb.notebook.cells import (
+    Compared,
     MagicError,
     Started,
     follow,
+    follow_all,
     friendly,
     model_of,
     money,
@@ -121,7 +124,9 @@ class MediagenMagics(Magics):
         %generate MODEL field=value ... [-o NAME] [--estimate] [--no-wait] [--fresh]
 
         The same model and input return the earlier generation at no charge; --fresh makes a new one.
-        A field the model does not have is refused; --extra-inputs sends such fields as text."""
+        A field the model does not have is refused; --extra-inputs sends such fields as text.
+        MODEL may be several, ``gpt-image-2,flare-1-pro``: each gets the inputs it has (the others are
+        not sent to it, said once), and the results show side by side (-o NAME: a dict by model)."""
         from mediagen_nb.client.ledger import via
 
         words = parsing.split(line)
@@ -130,9 +135,15 @@ class MediagenMagics(Magics):
         if not words:
             raise MagicError("usage: %%generate MODEL [--field value ...] [-o NAME] [--estimate] [--no-wait]")
         client = SESSION.client
-        model = model_of(client, words[0])
+        ids = list(dict.fromkeys(part.strip() for part in words[0].split(",") if part.strip()))
+        if not ids:
+            raise MagicError(f"{words[0]!r}: give a model id, or several as a,b")
+        models = [model_of(client, model_id) for model_id in ids]
         namespace = self._user_ns
         flags, rest = options.read(MediagenMagics.generate, words[1:], namespace)
+        if len(models) > 1:
+            return self._compare(models, flags, rest, cell)
+        model = models[0]
         extra = bool(flags["extra_inputs"])
         inputs = parsing.parse_fields(
             rest,
@@ -168,6 +179,79 @@ class MediagenMagics(Magics):
             return f"{describe(result)} · {cost}", not failed
 
         return raise_unless(flags, follow(self.shell, flags, model.id, steps, summary))
+
+    def _compare(self, models: list[Any], flags: dict[str, Any], rest: list[str], cell: str | None) -> Any:
+        """``%%generate a,b``: one input for several models, every start first, then each followed."""
+        from mediagen_nb.batch.plan import one_input
+        from mediagen_nb.client.ledger import via
+
+        client = SESSION.client
+        namespace = self._user_ns
+        extra = bool(flags["extra_inputs"])
+        union: dict[str, Any] = {}
+        for model in models:
+            for name, prop in model.properties.items():
+                union.setdefault(name, prop)
+        label = ", ".join(model.id for model in models)
+        inputs = parsing.parse_fields(
+            rest,
+            label,
+            union,
+            options.names(MediagenMagics.generate),
+            namespace,
+            pairs=cell is None,
+            extra_inputs=extra,
+        ).inputs
+        output_name(flags)
+        shared, notes = ({m.id: dict(inputs) for m in models}, []) if extra else one_input(models, inputs)
+        text = parsing.interpolate(cell.strip("\n"), namespace) if cell is not None and cell.strip() else None
+        for model in models:
+            if text is not None:
+                main = parsing.main_text_field(model.properties, model.required)
+                if main is None:
+                    raise MagicError(
+                        f"{model.id} has no text input for the cell body; use --field value options"
+                    )
+                shared[model.id][main] = text
+            if self.quality and "quality" in model.properties and "quality" not in shared[model.id]:
+                shared[model.id]["quality"] = self.quality
+        for note in notes:
+            print(f"mediagen: {note}")
+        self._defaults(flags)
+        if flags["estimate"]:
+            priced = Compared({m.id: client.estimate(m.id, shared[m.id], extra_inputs=extra) for m in models})
+            return store(self.shell, flags, priced)
+        fresh = bool(flags["fresh"])
+
+        def start(model_id: str) -> Callable[[], Any]:
+            def started() -> Any:
+                with via("magic"):
+                    return client.run(model_id, shared[model_id], reuse=True, fresh=fresh, extra_inputs=extra)
+
+            return started
+
+        def summary(result: Any) -> tuple[str, bool]:
+            failed = result.status == "failed"
+            cost = money(result) + (" refunded" if failed and not result.reused else "")
+            return f"{describe(result)} · {cost}", not failed
+
+        results = follow_all(
+            self.shell,
+            flags,
+            {m.id: start(m.id) for m in models},
+            lambda item, update: client.wait(item, on_update=update),
+            summary,
+        )
+        if results.failed and not flags.get("no_raise"):
+            from IPython.display import display
+
+            display(results)  # every model's result stays in sight above the error
+            raise MagicError(
+                f"{', '.join(results.failed)} did not succeed (see above); the results are kept"
+                + (f" in {flags['output']}" if flags.get("output") else ""),
+                "GenerationFailed",
+            )
+        return results
 
     @property
     def _user_ns(self) -> dict[str, Any]:

@@ -235,7 +235,11 @@ def test_json_prints_one_document_of_the_outcome(
 @pytest.mark.parametrize(
     ("argv", "kind", "says"),
     [
-        (["{sheet}"], "Refused", "the following arguments are required: --model"),
+        (
+            ["{sheet}"],
+            "Refused",
+            "model: give --model (repeat it to compare models) or a table with a column",
+        ),
         (["missing.csv", "--model=gpt-image-2"], "Refused", "no such file: missing.csv"),
         (["{sheet}", "--model=gpt-image-2", "--map=prompt=Subject"], "Refused", "the map goes COLUMN=FIELD"),
         (

@@ -3,7 +3,8 @@
 ``01-quickstart`` is opened and run (Run All), then the page is checked: every output image has
 loaded (natural width > 0), audio and video elements have a playable source, the ``mg.form`` widget
 renders and a click on its Run button submits it (its result image loads), and no traceback shows.
-``02-bulk-prompt-sweep`` is run too and its gallery is screenshotted; with
+``02-bulk-prompt-sweep`` is run too and its gallery is screenshotted, and ``07-comparing-models``,
+whose rows x models grid must load in every cell; with
 ``MEDIAGEN_UPDATE_SCREENSHOT=1`` that screenshot also refreshes ``docs/images/sweep-gallery.png``
 (the README's picture). Screenshots of every step go to ``test-artifacts/`` (git-ignored).
 """
@@ -55,6 +56,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory, artifacts: Path, chromium: str
 
 QUICKSTART = "01-quickstart.ipynb"
 SWEEP = "02-bulk-prompt-sweep.ipynb"
+COMPARE = "07-comparing-models.ipynb"
+COMPARED = (4, 3)  # its comparison: 4 rows x 3 models
 README_SCREENSHOT = NOTEBOOKS.parent / "docs" / "images" / "sweep-gallery.png"  # the README's and the site's
 README_SCREENSHOT_MAX_BYTES = 300_000
 GALLERY_VIEWPORT = {"width": 1280, "height": 1200}
@@ -166,6 +169,33 @@ def test_sweep_gallery_screenshot(lab: Lab, page: Page, artifacts: Path) -> None
     if os.environ.get("MEDIAGEN_UPDATE_SCREENSHOT") == "1":
         README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         README_SCREENSHOT.write_bytes(_small_png(shot.read_bytes()))
+
+
+def test_the_comparison_notebook_loads_every_cell_of_its_grid(lab: Lab, page: Page, artifacts: Path) -> None:
+    """07-comparing-models: Run All, then its rows x models grid has a loaded image in every cell, each
+    row headed by its inputs, each column by its model (the JupyterLab of this module, not a new one)."""
+    shots = Shots(page, artifacts, "compare")
+    page.set_viewport_size(GALLERY_VIEWPORT)
+    with failure_screenshot(shots):
+        panel = open_notebook(page, lab, COMPARE)
+        run_all(page, COMPARE, panel)
+        assert_no_traceback(page)
+        grid = page.locator(f"{OUTPUT} table").filter(has=page.locator("th", has_text="row \\ model")).first
+        expect(grid).to_be_attached(timeout=10_000)
+        rows, models = COMPARED
+        expect(grid.locator("tr")).to_have_count(rows + 1)  # a header, then a row per input row
+        expect(grid.locator("tr").first.locator("th")).to_have_count(models + 1)
+        cells = grid.locator("td")
+        expect(cells).to_have_count(rows * models)
+        widths = []
+        for cell in cells.all():
+            image = cell.locator("img")
+            expect(image).to_have_count(1)
+            widths.append(assert_image_loads(image))
+            expect(cell).to_contain_text("succeeded")
+        assert len(widths) == rows * models and all(widths)
+        reveal(grid)
+        shots.take("grid")
 
 
 def _in_viewport(element: Locator) -> bool:

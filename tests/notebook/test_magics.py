@@ -7,6 +7,7 @@ short line, the service's message), never as a traceback.
 """
 
 import getpass
+import json
 import subprocess
 import sys
 import threading
@@ -627,3 +628,43 @@ def test_config_refuses_a_value_a_setting_cannot_take_with_one_line(
     assert {name: getattr(magics, name) for name in before} == before
     nb.ok("%config MediagenMagics.fresh = True")  # a good value still applies
     assert magics.fresh is True
+
+
+# -- %%generate a,b: one cell on several models ----------------------------------------------------
+
+
+def test_generate_on_two_models_shows_both_results_side_by_side(nb: Notebook) -> None:
+    """``%%generate gpt-image-2,flare-1-swift``: the body is each model's prompt, ``--quality`` goes to
+    gpt-image-2 alone (said once), both start before either is waited for, both show; run again, free."""
+    cell = "%%generate gpt-image-2,flare-1-swift --quality low -o both\nA kite over dunes"
+    both = nb.ok(cell)
+    assert list(both) == ["gpt-image-2", "flare-1-swift"] and nb.ns["both"] is both
+    assert all(isinstance(g, Generation) and g.status == "succeeded" for g in both.values())
+    sent = [nb.sent("run")[i] for i in (0, 1)]
+    assert [json.loads(r.content)["input"] for r in sent] == [
+        {"prompt": "A kite over dunes", "quality": "low"},
+        {"prompt": "A kite over dunes"},
+    ]
+    kinds = [
+        "start" if r.url.path == PATHS["run"] else "read"
+        for r in nb.requests
+        if "/generations/" in str(r.url) or r.url.path == PATHS["run"]
+    ]
+    assert kinds[:2] == ["start", "start"] and kinds.count("start") == 2
+    shown = both._repr_html_()
+    assert shown.count("<img ") == 2 and ">gpt-image-2</div>" in shown and ">flare-1-swift</div>" in shown
+    charged = len(nb.charges())
+    assert charged == 2
+    again = nb.ok(cell)
+    assert [g.id for g in again.values()] == [g.id for g in both.values()] and len(nb.charges()) == 2
+    assert all(g.reused for g in again.values())
+
+
+def test_generate_on_two_models_keeps_the_others_when_one_cannot_run(nb: Notebook, capsys: Any) -> None:
+    """A model that lacks a required input says why in its place; the other runs and shows; the cell fails."""
+    kind, message = nb.error_kind("%%generate flare-1-swift,flare-1-kontext-pro -o pair\nA lighthouse")
+    assert kind == "GenerationFailed" and message.startswith("flare-1-kontext-pro did not succeed")
+    pair = nb.ns["pair"]
+    assert pair["flare-1-swift"].status == "succeeded"
+    assert pair["flare-1-kontext-pro"] == "ValidationError: Missing required field: image"
+    assert len(nb.charges()) == 1
