@@ -15,11 +15,16 @@ import ipywidgets as widgets
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # The line for front ends that show no widget is hidden where the widget above it did show: in JupyterLab
-# and Notebook 7 a rendered widget is a ``.jupyter-widgets`` element in the output area just before the
-# line's (a saved notebook opened without the widget's state, an export, GitHub: the line shows).
+# and Notebook 7 a rendered widget is a Lumino widget (``lm-Widget``, ``p-Widget`` before Lab 4) in a
+# ``.jupyter-widgets`` element of the output area just before the line's. An export keeps that element
+# with only the widget's script in it, so there (and in a saved notebook opened without the widget's
+# state, or on GitHub) the line shows.
 NO_WIDGET = "mediagen-no-widget"
+_RENDERED = ",".join(
+    f".jupyter-widgets{inside}{lumino}" for inside in ("", " ") for lumino in (".lm-Widget", ".p-Widget")
+)
 NO_WIDGET_STYLE = (
-    f"<style>.jp-OutputArea-child:has(.jupyter-widgets) + .jp-OutputArea-child .{NO_WIDGET}"
+    f"<style>.jp-OutputArea-child:has({_RENDERED}) + .jp-OutputArea-child .{NO_WIDGET}"
     "{display:none}</style>"
 )
 
