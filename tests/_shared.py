@@ -1,11 +1,13 @@
 """Small things several test modules need: a WAV of quiet sound, a free loopback port, an S3 server,
-``mediagen`` run in a process of its own with a newcomer's environment, and a snippet in a fresh Python.
+``mediagen`` run in a process of its own with a newcomer's environment, a snippet in a fresh Python, and
+a redis-server on loopback.
 
 Importable from any test module (``from _shared import wav``), as ``_hostile.py`` is.
 """
 
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from _wait import wait_until
 
 
 def wav(seconds: float) -> bytes:
@@ -83,3 +86,41 @@ def moto_s3() -> Iterator[str]:
     finally:
         uploads.uploads(None)
         server.stop()
+
+
+def start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
+    """A redis-server at ``port`` on loopback (nothing saved), listening; skips where there is none."""
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed (.ci/run installs it with apt-get)")
+    process = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def listening() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
+    try:
+        wait_until(listening, 10, "redis-server to listen")
+    except AssertionError:
+        process.kill()
+        raise
+    return process

@@ -14,6 +14,7 @@ import httpx
 import httpx._transports.default
 import pytest
 from _cleanup import end_of_suite, suite_folder
+from _shared import start_redis, unused_port
 from _spellings import SPELLINGS, names_file
 
 from mediagen_nb.client import connection, settings
@@ -223,3 +224,16 @@ def _close_current() -> None:
         from mediagen_nb.batch import loop
 
         loop.submit(made_async.aclose()).result(10)
+
+
+@pytest.fixture
+def redis_url(tmp_path: Path) -> Iterator[str]:
+    """A redis-server of the test's own on loopback (killed after it), as a ``redis://`` URL."""
+    pytest.importorskip("redis", reason="the redis extra is not installed")
+    port = unused_port()
+    process = start_redis(port, tmp_path)
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.kill()
+        process.wait(10)

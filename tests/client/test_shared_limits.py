@@ -6,9 +6,7 @@ full window (each one a 429).
 """
 
 import os
-import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -22,7 +20,7 @@ from typing import Any
 import httpx
 import pandas as pd
 import pytest
-from _shared import unused_port
+from _shared import start_redis, unused_port
 from _wait import wait_until
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
@@ -283,55 +281,6 @@ def test_sweeps_on_two_machines_with_two_ledgers_charge_each_row_once(
 # -- Redis, across machines ----------------------------------------------------------------------
 
 
-def _start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
-    server = shutil.which("redis-server")
-    if server is None:
-        pytest.skip("redis-server is not installed (.ci/run installs it with apt-get)")
-    process = subprocess.Popen(
-        [
-            server,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(folder),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-
-    def listening() -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return True
-        except OSError:
-            return False
-
-    try:
-        wait_until(listening, 10, "redis-server to listen")
-    except AssertionError:
-        process.kill()
-        raise
-    return process
-
-
-@pytest.fixture
-def redis_url(tmp_path: Path) -> Iterator[str]:
-    pytest.importorskip("redis", reason="the redis extra is not installed")
-    port = unused_port()
-    process = _start_redis(port, tmp_path)
-    try:
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.kill()
-        process.wait(10)
-
-
 def test_two_processes_through_redis_share_one_window(service: Sandbox, redis_url: str) -> None:
     finish(workers(service, [service.demo_key] * 2, "estimate", PER_WORKER, redis_url))
     assert over_limit(service) == (0, 0)
@@ -342,7 +291,7 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
 ) -> None:
     pytest.importorskip("redis", reason="the redis extra is not installed")
     port = unused_port()
-    redis_server = _start_redis(port, tmp_path)
+    redis_server = start_redis(port, tmp_path)
     url = f"redis://127.0.0.1:{port}/0"
     monkeypatch.setenv(settings.ENV_LIMITS_URL, str(tmp_path / "machine.sqlite"))  # the fallback
     started = workers(service, [service.demo_key] * 2, "estimate", 150, url)
@@ -353,7 +302,7 @@ def test_redis_restarted_mid_sweep_costs_no_429s_beyond_one_window(
         redis_server.wait(10)
         went_on = service.world.requests.accepted + 10  # sent on, paced by the machine's file alone
         wait_until(lambda: service.world.requests.accepted >= went_on, 60, "the workers to go on")
-        redis_server = _start_redis(port, tmp_path)
+        redis_server = start_redis(port, tmp_path)
         outs = finish(started)
     finally:
         redis_server.kill()
