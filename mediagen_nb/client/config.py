@@ -314,7 +314,10 @@ def resolve(
             f"no base URL: set {settings.ENV_BASE_URL} to the service's address (the spec's {{base_url}}), "
             "or unset the key to use the embedded sandbox"
         )
-    keys = tuple(Secret(k) for k in ([raw_keys] if isinstance(raw_keys, str) else raw_keys))
+    # A key never holds a comma: "pk_live_a,pk_live_b" (as MEDIAGEN_API_KEY, where each process of a Ray or
+    # Daft run reads its keys) is a pool of keys of one account, as a list is.
+    given = [k for k in raw_keys.split(",") if k.strip()] if isinstance(raw_keys, str) else raw_keys
+    keys = tuple(Secret(k) for k in given)
     if not keys:
         raise ConfigurationError("api_key: give at least one key")
     if limits is None:

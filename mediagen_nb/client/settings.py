@@ -52,6 +52,7 @@ def _text(name: str) -> str | None:
 
 
 def api_key() -> str | None:
+    """``MEDIAGEN_API_KEY``: a key, or several keys of one account separated by commas (a pool)."""
     return _text(ENV_KEY)
 
 

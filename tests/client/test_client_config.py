@@ -146,3 +146,15 @@ def test_a_pool_of_two_keys_shares_the_reads(manual_sandbox: Sandbox) -> None:
     assert all(0 < count <= 60 for count in counts), f"both keys used, neither over its limit: {counts}"
     # two keys pace 71 requests at two a simulated second: about 35 simulated seconds, not one key's 70
     assert 30 <= clock.now() - begun <= 40, clock.now() - begun
+
+
+def test_mediagen_api_key_with_commas_is_a_pool_of_keys(clean_env: pytest.MonkeyPatch) -> None:
+    """Where a process's only settings are its environment (a Ray actor, a Daft worker), the keys of one
+    account pool as a list does: ``MEDIAGEN_API_KEY=pk_a,pk_b``."""
+    clean_env.setenv("MEDIAGEN_API_KEY", "pk_live_first, pk_live_second,")
+    clean_env.setenv("MEDIAGEN_BASE_URL", "https://service.invalid")
+    with Client() as client:
+        assert [k.reveal() for k in client.settings.keys] == ["pk_live_first", "pk_live_second"]
+    clean_env.setenv("MEDIAGEN_API_KEY", " , ")
+    with pytest.raises(ConfigurationError, match="at least one key"):
+        Client()
