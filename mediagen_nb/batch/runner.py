@@ -139,17 +139,44 @@ def prepare(
     when ``upload``: a sweep's run, never its estimate. ``notes=False``: the caller shows them.
     """
     catalog = {m.id: m for m in _call(client.models())}
+    found = plan_frame(
+        frame,
+        catalog,
+        models,
+        columns,
+        constants,
+        client,
+        run_name=run_name,
+        files_from=files_from,
+        upload=upload,
+    )
+    for note in found.notes if notes else ():
+        warn(NotSent(note))
+    return found
+
+
+def plan_frame(
+    frame: Table,
+    catalog: Mapping[str, Model],
+    models: Models,
+    columns: Columns,
+    constants: Mapping[str, Any],
+    client: BaseClient,
+    *,
+    run_name: str = "",
+    files_from: FilesFrom,
+    upload: bool = True,
+) -> Plan:
+    """:func:`prepare` with the catalog (by id) in hand, its notes unsaid: an engine's worker reads the
+    catalog once, on its own loop, and plans each batch with it."""
 
     def check(model: Model, values: Mapping[str, Any]) -> dict[str, Any]:
         values = files_from.checked(model, values)
         return client.check_input(model, client.attach(model, values) if upload else values)
 
-    found = plan(
+    return plan(
         frame.names(), frame.records(), catalog, models, columns, constants, check, run_name=run_name
     )
-    for note in found.notes if notes else ():
-        warn(NotSent(note))
-    return found
 
 
 async def price_plan(client: AsyncClient, found: Plan) -> tuple[dict[int, Price], dict[str, int]]:
