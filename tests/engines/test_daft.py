@@ -1,0 +1,63 @@
+"""Daft (native runner) runs rows through the sweep engine: one struct per row, charged once, priced first.
+
+Daft runs the UDF in this process or in one of its own; either way its client finds the module's
+sandbox through the environment, as a user's would.
+"""
+
+from typing import Any
+
+import pytest
+from _engines import MODEL, Service
+
+from mediagen_nb.batch.template import template
+from mediagen_nb.client import BudgetExceeded
+
+daft = pytest.importorskip("daft", reason="Daft is not installed: pip install 'mediagen-nb[daft]'")
+mgdaft = pytest.importorskip("mediagen_nb.daft")
+pytestmark = pytest.mark.realtime  # a served sandbox, and Daft's own processes
+
+
+def frame(rows: int, **columns: list[Any]) -> Any:
+    return daft.from_pydict({"subject": [f"a lighthouse, take {i}" for i in range(rows)], **columns})
+
+
+def results(df: Any) -> list[dict[str, Any]]:
+    return [row["result"] for row in df.collect().to_pylist()]
+
+
+def test_six_rows_charge_six_and_running_them_again_charges_nothing(service: Service) -> None:
+    before = service.charged()
+
+    def udf() -> Any:
+        return mgdaft.generate(MODEL, prompt=template("{subject} at dusk"), run_name="six")
+
+    done = results(frame(6).with_column("result", udf()))
+    assert [r["status"] for r in done] == ["succeeded"] * 6, [r["error"] for r in done]
+    assert [r["credits"] for r in done] == [1] * 6 and all(r["output_urls"] for r in done)
+    assert service.charged() - before == 6
+    again = results(frame(6).with_column("result", udf()))
+    assert sorted(r["generation_id"] for r in again) == sorted(r["generation_id"] for r in done)
+    assert service.charged() - before == 6
+
+
+def test_the_estimate_equals_the_sum_of_the_rows_charges(service: Service) -> None:
+    df = frame(4, quality=["low", "high", "low", "medium"])
+    inputs = {"prompt": daft.col("subject"), "quality": daft.col("quality")}
+    estimate = mgdaft.estimate(df, "gpt-image-2", **inputs)
+    assert (estimate.total, estimate.requests) == (3 + 25 + 3 + 8, 3)  # one request per price class
+    before = service.charged()
+    udf = mgdaft.generate("gpt-image-2", run_name="priced", batch_size=2, **inputs)  # Daft's own option
+    done = results(df.with_column("result", udf))
+    assert [r["status"] for r in done] == ["succeeded"] * 4, [r["error"] for r in done]
+    assert service.charged() - before == estimate.total == sum(r["credits"] for r in done)
+
+
+def test_a_budget_under_the_estimate_stops_the_run_before_any_start(service: Service) -> None:
+    df = frame(6)
+    starts = service.counts()["generations"]
+    with pytest.raises(BudgetExceeded, match="max_credits=5"):
+        mgdaft.estimate(df, MODEL, prompt=daft.col("subject"), max_credits=5)
+    udf = mgdaft.generate(MODEL, prompt=daft.col("subject"), run_name="over budget", max_credits=5)
+    done = results(df.with_column("result", udf))
+    assert {r["status"] for r in done} == {"skipped"} and all("max_credits=5" in r["error"] for r in done)
+    assert service.counts()["generations"] == starts
