@@ -54,7 +54,14 @@ _LAZY = {
 }
 
 
+# The engine adapters, as ``mediagen_nb.ray`` and ``mediagen_nb.daft`` after ``import mediagen_nb``; each
+# loads its engine (the [ray] and [daft] extras), so they stay out of ``__all__`` and a star import.
+ENGINES = ("ray", "daft")
+
+
 def __getattr__(name: str) -> Any:
+    if name in ENGINES:
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "__all__":  # the flat public API, read lazily so that ``import mediagen_nb`` stays light
         return sorted({*_LAZY, "__version__", *importlib.import_module("mediagen_nb.client").__all__})
     if name in _LAZY:

@@ -12,9 +12,15 @@ Needs ``pip install "mediagen-nb[daft]"``; nothing else in the package imports D
 from collections.abc import Mapping
 from typing import Any, Literal
 
-import daft
 import pandas as pd
-from daft import DataType, Expression, Series
+
+try:
+    import daft
+    from daft import DataType, Expression, Series
+except ModuleNotFoundError as missing:  # a user without the extra
+    raise ModuleNotFoundError(
+        f"mediagen_nb.daft needs Daft: pip install 'mediagen-nb[daft]' ({missing})"
+    ) from None
 
 from mediagen_nb.batch import engines, runner
 from mediagen_nb.batch.frames import table

@@ -12,7 +12,13 @@ Needs ``pip install "mediagen-nb[ray]"``; nothing else in the package imports Ra
 from typing import Any, ClassVar
 
 import pandas as pd
-import ray.data
+
+try:
+    import ray.data
+except ModuleNotFoundError as missing:  # a user without the extra
+    raise ModuleNotFoundError(
+        f"mediagen_nb.ray needs Ray Data: pip install 'mediagen-nb[ray]' ({missing})"
+    ) from None
 
 from mediagen_nb.batch import engines, runner
 from mediagen_nb.batch.frames import table

@@ -81,3 +81,18 @@ def crossings(layer: str) -> list[str]:
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_a_layer_imports_only_what_lies_below_it(layer: str) -> None:
     assert crossings(layer) == []
+
+
+# The engines' adapters, the only modules that may import Ray or Daft (the [ray] and [daft] extras).
+ENGINE_ADAPTERS = {"ray.py": "ray", "daft.py": "daft"}
+
+
+def test_only_the_engine_adapters_import_ray_or_daft() -> None:
+    bad = []
+    for module in sorted(PACKAGE.rglob("*.py")):
+        where = module.relative_to(PACKAGE).as_posix()
+        for line, name in imports(module):
+            engine = name.split(".")[0]
+            if engine in ENGINE_ADAPTERS.values() and ENGINE_ADAPTERS.get(where) != engine:
+                bad.append(f"{module.relative_to(PACKAGE.parent)}:{line} imports {name}")
+    assert bad == []

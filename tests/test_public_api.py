@@ -61,6 +61,8 @@ def test_every_name_the_docs_use_exists() -> None:
         "demo",
         "agent_cli",
         "doctor",
+        "ray",
+        "daft",
     }
     missing = sorted(name for name in used - subpackages if not hasattr(mg, name))
     assert used and not missing, f"named in the docs but not in mediagen_nb: {missing}"

@@ -227,8 +227,8 @@ class SharedBudget:
         if already is not None:
             raise BudgetExceeded(
                 f"max_credits: {what} would cost {sum(credits.values())} credits, but only "
-                f"{max(0, self.limit - already)} of max_credits={self.limit} are left ({already} spent or held "
-                "by the run's workers); none of its rows was started"
+                f"{max(0, self.limit - already)} of max_credits={self.limit} are left ({already} spent or "
+                "held by the run's workers); none of its rows was started"
             )
 
     def settle(self, credits: Mapping[str, int]) -> None:
