@@ -92,3 +92,12 @@ def test_the_readme_links_the_description_inside_the_repository() -> None:
     assert "](docs/service.md)" in readme
     outside = [link for link in re.findall(r"\]\(([^)]+)\)", readme) if link.startswith("../")]
     assert not outside, f"the README links outside the repository: {outside}"
+
+
+def test_the_engines_page_s_code_compiles() -> None:
+    """docs/engines.md's examples run in tests/engines (with Ray and Daft); every block is Python here."""
+    text = (ROOT / "docs" / "engines.md").read_text(encoding="utf-8")
+    blocks = [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+    assert len(blocks) >= 3
+    for block in blocks:
+        compile(block, "docs/engines.md", "exec")

@@ -49,3 +49,12 @@ class Service:
             settings.ENV_LEDGER: str(self.ledger),
             settings.ENV_LIMITS_URL: os.environ[settings.ENV_LIMITS_URL],
         }
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "engines.md"
+
+
+def docs_example(heading: str) -> str:
+    """The first Python block under ``## heading`` of docs/engines.md, exactly as the page shows it."""
+    section = DOCS.read_text(encoding="utf-8").split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]

@@ -7,7 +7,7 @@ sandbox through the environment, as a user's would.
 from typing import Any
 
 import pytest
-from _engines import MODEL, Service
+from _engines import MODEL, Service, docs_example
 
 from mediagen_nb.batch.template import template
 from mediagen_nb.client import BudgetExceeded
@@ -61,3 +61,11 @@ def test_a_budget_under_the_estimate_stops_the_run_before_any_start(service: Ser
     done = results(df.with_column("result", udf))
     assert {r["status"] for r in done} == {"skipped"} and all("max_credits=5" in r["error"] for r in done)
     assert service.counts()["generations"] == starts
+
+
+def test_the_docs_example_runs_as_written(service: Service, capsys: pytest.CaptureFixture[str]) -> None:
+    before = service.charged()
+    exec(compile(docs_example("Daft"), "docs/engines.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "3 credits for 3 rows" in printed and printed.count("succeeded") == 3, printed
+    assert service.charged() - before == 3

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from _engines import MODEL, Service
+from _engines import MODEL, Service, docs_example
 
 from mediagen_nb.client import BudgetExceeded
 
@@ -128,4 +128,13 @@ def test_max_credits_holds_across_the_actors_not_per_actor(service: Service) -> 
     before = service.charged()
     out = run(dataset(6, blocks=2), mgray.Generate(MODEL, run_name="shared budget", max_credits=4))
     assert sorted(out["status"]) == ["skipped"] * 3 + ["succeeded"] * 3, out["error"].tolist()
+    assert service.charged() - before == 3
+
+
+def test_the_docs_example_runs_as_written(service: Service, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/engines.md's Ray example, on the module's Ray (its ``ray.init`` finds it running)."""
+    before = service.charged()
+    exec(compile(docs_example("Ray Data"), "docs/engines.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "3 credits for 3 rows" in printed and printed.count("succeeded") == 3, printed
     assert service.charged() - before == 3
