@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _engines import SCALE, Service
+from _engines import SCALE, SKIP, Service
 
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
@@ -35,17 +35,22 @@ def driver_env(service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def ray_cluster(service: Service) -> Iterator[Any]:
     """A local Ray (two CPUs, no dashboard) whose workers reach the module's sandbox; shut down after."""
-    ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'mediagen-nb[ray]'")
+    ray = pytest.importorskip("ray", reason=SKIP.format(extra="ray"))
     folder = tempfile.mkdtemp(prefix="mgray-")  # short: Ray's socket paths must fit 107 characters
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            _temp_dir=folder,
-            runtime_env={"env_vars": service.env()},
-            log_to_driver=False,
-        )
+        options = {"num_cpus": 2, "include_dashboard": False, "_temp_dir": folder, "log_to_driver": False}
+        for attempt in (1, 2):
+            # Ray's raylet gives its agents about 15 s to start; on a loaded machine they may miss it
+            # ("The current node timed out during startup"): once more, with their imports now cached.
+            try:
+                ray.init(runtime_env={"env_vars": service.env()}, **options)
+                break
+            except Exception:
+                ray.shutdown()
+                if attempt == 2:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    raise
         try:
             yield ray
         finally:

@@ -7,12 +7,12 @@ sandbox through the environment, as a user's would.
 from typing import Any
 
 import pytest
-from _engines import MODEL, Service, docs_example
+from _engines import MODEL, SKIP, Service, docs_example
 
 from mediagen_nb.batch.template import template
 from mediagen_nb.client import BudgetExceeded
 
-daft = pytest.importorskip("daft", reason="Daft is not installed: pip install 'mediagen-nb[daft]'")
+daft = pytest.importorskip("daft", reason=SKIP.format(extra="daft"))
 mgdaft = pytest.importorskip("mediagen_nb.daft")
 pytestmark = pytest.mark.realtime  # a served sandbox, and Daft's own processes
 
