@@ -69,3 +69,26 @@ def test_the_docs_example_runs_as_written(service: Service, capsys: pytest.Captu
     printed = capsys.readouterr().out
     assert "3 credits for 3 rows" in printed and printed.count("succeeded") == 3, printed
     assert service.charged() - before == 3
+
+
+def test_a_start_whose_answer_was_lost_comes_back_uncertain_and_a_rerun_resumes_it_free(
+    service: Service,
+) -> None:
+    """Every try of one start loses its answer (the sandbox runs it, then drops the connection): the row
+    says it may have been charged, and running the frame again resumes it with its key, charged once."""
+    df, before = frame(2), service.charged()
+
+    def udf() -> Any:
+        return mgdaft.generate(MODEL, prompt=daft.col("subject"), run_name="lost answer")
+
+    service.control("sandbox_faults", {"script": ["ok"] + ["drop"] * 6, "routes": ["run"]})
+    try:
+        done = results(df.with_column("result", udf()))
+    finally:
+        service.control("sandbox_faults", {})
+    assert sorted(r["status"] for r in done) == ["succeeded", "uncertain"], done
+    lost = next(r for r in done if r["status"] == "uncertain")
+    assert "may have started it" in lost["error"] and "at no cost" in lost["error"]
+    again = results(df.with_column("result", udf()))
+    assert [r["status"] for r in again] == ["succeeded"] * 2
+    assert service.charged() - before == 2
