@@ -1,0 +1,74 @@
+"""The engines' worker (mediagen_nb/batch/engines.py) without an engine: a batch in, its result fields out.
+
+What a Ray actor or a Daft UDF instance does with a batch, driven here on the batch loop against a served
+sandbox, so each money rule of the shared budget has its test where it is kept (Ray and Daft themselves
+run in tests/engines): a batch's holds follow its rows' answers, and a batch that cannot be priced
+starts nothing.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+import pytest
+
+from mediagen_nb.batch import engines, loop
+from mediagen_nb.batch.frames import table
+from mediagen_nb.client import ValidationError, settings
+from mediagen_nb.client.shared_budget import SharedBudget
+
+if TYPE_CHECKING:
+    from conftest import Service
+
+MODEL = "flare-1-swift"  # 1 credit, flat
+
+
+@pytest.fixture
+def worker_env(service: Service, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's environment: its client reaches the test's sandbox."""
+    for name, value in service.sandbox.client_env().items():
+        monkeypatch.setenv(name, value)
+
+
+def batch(worker: engines.Worker, n: int, stem: str) -> list[dict[str, Any]]:
+    frame = table(pd.DataFrame({"prompt": [f"{stem}, take {i}" for i in range(n)]}))
+    return loop.result(loop.submit(worker.run(frame)))
+
+
+def test_a_job_travels_without_a_client_or_a_key(worker_env: None) -> None:
+    """A Job is what Ray and Daft pickle to every worker: the model, the mapping, the options, no key."""
+    job = engines.Job.of(MODEL, max_credits=5, run_name="r", prompt="a fox")
+    again = pickle.loads(pickle.dumps(job))
+    assert again == job and settings.api_key() not in repr(pickle.dumps(job))
+    with pytest.raises(ValidationError, match="max_credits must be a whole number"):
+        engines.Job.of(MODEL, max_credits=-1)
+
+
+def test_holds_follow_the_answers_a_refund_frees_its_hold_a_lost_answer_keeps_it(
+    service: Service, worker_env: None
+) -> None:
+    """Three rows under max_credits=3: one succeeds (1 held), one fails and is refunded (freed), one
+    loses every answer to its start (kept: it may have been charged). Then one more row fits; a second
+    does not, and is not started."""
+    job = engines.Job.of(MODEL, max_credits=3, run_name="holds")
+    worker = engines.Worker(job)
+    service.faults(script=["ok", "ok"] + ["drop"] * 6, routes=["run"], modelScript=["ok", "fail"])
+    rows = batch(worker, 3, "a harbour")
+    service.faults()
+    assert sorted(r["status"] for r in rows) == ["failed", "succeeded", "uncertain"], rows
+    assert SharedBudget(job.budget, 3).held() == 2
+    assert [r["status"] for r in batch(worker, 1, "a lighthouse")] == ["succeeded"]
+    starts = service.count("run")
+    refused = batch(worker, 1, "a teapot")
+    assert refused[0]["status"] == "skipped" and "only 0 of max_credits=3 are left" in refused[0]["error"]
+    assert service.count("run") == starts and service.net_spent() == 3  # the uncertain start was charged
+
+
+def test_a_batch_whose_rows_cannot_be_priced_starts_nothing(service: Service, worker_env: None) -> None:
+    job = engines.Job.of("gpt-image-2", max_credits=100, run_name="unpriced", quality="low")
+    service.faults(rates={"500": 1.0}, routes=["estimate"])
+    rows = batch(engines.Worker(job), 2, "a fox")
+    assert {r["status"] for r in rows} == {"skipped"} and "could not be priced" in rows[0]["error"]
+    assert service.count("run") == 0
