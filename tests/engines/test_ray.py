@@ -41,11 +41,11 @@ def run(ds: Any, udf: type, actors: int = 2) -> pd.DataFrame:
 
 def test_six_rows_charge_six_and_running_them_again_charges_nothing(service: Service) -> None:
     before = service.charged()
-    out = run(dataset(6), mgray.Generate(MODEL, run_name="six"))
+    out = run(dataset(6), mgray.Generate(MODEL, run_name="six"), actors=1)
     assert sorted(out["status"]) == ["succeeded"] * 6, out["error"].tolist()
     assert list(out["credits"]) == [1] * 6 and out["output_url"].str.startswith("http").all()
     assert service.charged() - before == 6
-    again = run(dataset(6), mgray.Generate(MODEL, run_name="six"))
+    again = run(dataset(6), mgray.Generate(MODEL, run_name="six"), actors=1)
     assert sorted(again["generation_id"]) == sorted(out["generation_id"])  # the same generations, replayed
     assert service.charged() - before == 6
 
