@@ -20,7 +20,7 @@ of the account's 60 (one key allows half of it: a generation is a start and a re
 
 Targets: Ray >= 0.90 of the bound on one key and on two, 0 429s, 2.00 requests per generation.
 
-    .venv-engines/bin/python benchmarks/engines.py [--rows 240] [--actors 4] [--time-scale 10]
+    .venv-engines/bin/python benchmarks/engines.py [--rows 240] [--actors 4] [--time-scale 10] [--keys 1 2]
 """
 
 import argparse
@@ -129,6 +129,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=240)
     parser.add_argument("--actors", type=int, default=4)
     parser.add_argument("--time-scale", type=float, default=10.0)
+    parser.add_argument("--keys", type=int, nargs="+", default=[1, 2], help="the key counts to run (1, 2)")
     args = parser.parse_args()
     temp = tempfile.mkdtemp(prefix="mgray-")  # short: Ray's socket paths must fit 107 characters
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
@@ -141,7 +142,7 @@ def main() -> None:
         f"{'req/gen':>8} {'429s':>5} {'rows':>5}"
     )
     try:
-        for keys in (1, 2):
+        for keys in args.keys:
             baseline = None
             for actors in (None, args.actors):
                 result = case(args.time_scale, args.rows, keys, actors)
