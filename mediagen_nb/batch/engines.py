@@ -1,10 +1,11 @@
 """Ray Data and Daft run their rows through the engine of ``df.mediagen``: what the two adapters share.
 
-The driver describes a run once, as a :class:`Job` (the model, the mapping of columns to inputs, the
-options, the name of its shared budget); Ray pickles it into every actor and Daft into every UDF
-instance. It holds no client and no key: each :class:`Worker` (one per actor or instance) connects
-from its own environment, on its own event loop. A batch is mapped to inputs exactly as the accessor
-maps a frame (:func:`runner.plan_frame`), run by the accessor's scheduler (:class:`Sweep`: the shared
+The driver describes a run once, as a :class:`Job` (the model or list of models, the mapping of
+columns to inputs, the options, the name of its shared budget); Ray pickles it into every actor and
+Daft into every UDF instance. It holds no client and no key: each :class:`Worker` (one per actor or
+instance) connects from its own environment, on its own event loop. A batch is planned exactly as
+the accessor plans a frame (:func:`runner.plan_frame`: with a list of models, one row per row and
+model, as a comparison plans them), run by the accessor's scheduler (:class:`Sweep`: the shared
 limiters, the ledger written before each start, starts then long polls) and answered with the
 accessor's result columns. Its rows' Idempotency-Keys come from the account and what is asked, so a
 retried task, a speculative copy or a re-run of the pipeline is a replay at no charge.
@@ -19,16 +20,16 @@ import json
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mediagen_nb.batch import runner
-from mediagen_nb.batch.estimates import Price, combination, price_rows
+from mediagen_nb.batch.estimates import Price
 from mediagen_nb.batch.frames import Table
-from mediagen_nb.batch.plan import Columns, FilesFrom, Folders, Row, allowed
+from mediagen_nb.batch.plan import Columns, FilesFrom, Folders, Models, Plan, Row, allowed, model_ids
 from mediagen_nb.batch.scheduler import UNCERTAIN, Outcome, Sweep, outcome_fields
-from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, Model
+from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.errors import ValidationError
 from mediagen_nb.client.shared_budget import SharedBudget
@@ -40,7 +41,7 @@ RESULT_COLUMNS = runner.RESULT_COLUMNS
 class Job:
     """What every worker of a run is asked: made on the driver, pickled to the workers (no key in it)."""
 
-    model: str
+    models: str | tuple[str, ...] | None  # as the accessor takes them; a list is kept as a tuple
     columns: Columns
     constants: Mapping[str, Any]
     files_from: FilesFrom
@@ -54,7 +55,7 @@ class Job:
     @classmethod
     def of(
         cls,
-        model: str,
+        models: Models,
         columns: Columns = None,
         *,
         max_credits: int | None = None,
@@ -74,7 +75,7 @@ class Job:
                 sent=False,
             )
         runner.check_options(
-            model=model,
+            model=models,
             max_credits=max_credits,
             run_name=run_name,
             fresh=fresh,
@@ -85,7 +86,7 @@ class Job:
         if fresh:  # decided here, once: every worker and every retry of the run shares it
             run_name = f"{run_name}|fresh-{time.time_ns()}"
         return cls(
-            model,
+            models if models is None or isinstance(models, str) else tuple(models),
             columns,
             dict(constants),
             allowed(allow_files_from),
@@ -96,9 +97,14 @@ class Job:
             retry_failed=retry_failed,
         )
 
+    @property
+    def listed(self) -> bool:
+        """The models were given as a list: each row runs on each, and says its ``model``."""
+        return isinstance(self.models, tuple)
+
     def names(self) -> list[str]:
-        """The result columns, with the prefix."""
-        return [self.prefix + name for name in RESULT_COLUMNS]
+        """The result columns, with the prefix (a list of models adds ``model`` first)."""
+        return [self.prefix + name for name in ((runner.MODEL,) if self.listed else ()) + RESULT_COLUMNS]
 
 
 def result_fields(outcome: Outcome, row: Row) -> dict[str, Any]:
@@ -127,32 +133,40 @@ class Worker:
             self._loop = running
         return self._client
 
-    async def run(self, frame: Table) -> list[dict[str, Any]]:
-        """Run every row of a batch; the result fields of each row, in the batch's order."""
-        job, client = self.job, await self.client()
-        catalog = await client.models()
-        model, rows = await asyncio.to_thread(
+    async def plan(self, frame: Table, client: AsyncClient) -> Plan:
+        """The batch's plan, as the accessor plans a frame: one row per frame row and model."""
+        job = self.job
+        catalog = {m.id: m for m in await client.models()}
+        found: Plan = await asyncio.to_thread(
             runner.plan_frame,
             frame,
             catalog,
-            job.model,
+            job.models if not isinstance(job.models, tuple) else list(job.models),
             job.columns,
             job.constants,
             client,
             run_name=job.run_name,
             files_from=job.files_from,
         )
+        return found
+
+    async def run(self, frame: Table) -> tuple[Plan, list[dict[str, Any]]]:
+        """Run every planned row of a batch (each row on each model); the plan, and the result fields of
+        each of its rows, in its order (``Row.source`` is the batch row, ``Row.model`` the model)."""
+        job, client = self.job, await self.client()
+        found = await self.plan(frame, client)
+        rows = found.rows
         book = await asyncio.to_thread(ledgers.as_ledger, job.ledger)
         prices: dict[int, Price] = {}
         held: dict[str, int] = {}
         if self._budget is not None:
-            prices, _ = await price_rows(client, model, rows)
+            prices, _ = await runner.price_plan(client, found)
             refused = await self._hold(rows, prices, held)
             if refused is not None:
-                return [result_fields(refused(row), row) for row in rows]
+                return found, [result_fields(refused(row), row) for row in rows]
         sweep = Sweep(
             client,
-            model,
+            found.models,
             rows,
             book,
             prices={pos: p.credits for pos, p in prices.items() if p.credits is not None},
@@ -167,14 +181,18 @@ class Worker:
                 if row.key in held and outcomes[row.position].status != UNCERTAIN  # it may have been charged
             }
             await asyncio.to_thread(self._budget.settle, charges)
-        return [result_fields(outcomes[row.position], row) for row in rows]
+        return found, [result_fields(outcomes[row.position], row) for row in rows]
 
     async def _hold(self, rows: list[Row], prices: dict[int, Price], held: dict[str, int]) -> Any:
         """Hold the batch's prices in the run's budget (filling ``held``); or, when they cannot be held, the
         outcome of each row (none started)."""
         assert self._budget is not None
         valid = [row for row in rows if row.input is not None and row.key]
-        unpriced = [prices[row.position].error for row in valid if prices[row.position].credits is None]
+        unpriced = [
+            prices[row.position].error if row.position in prices else "no price"
+            for row in valid
+            if row.position not in prices or prices[row.position].credits is None
+        ]
         reason = None
         if unpriced:  # an unknown price would start unchecked: refuse rather than overspend
             reason = (
@@ -201,7 +219,7 @@ class Worker:
 
 def estimate(
     batches: Iterable[Table],
-    model_id: str,
+    models: Models,
     columns: Columns = None,
     *,
     client: BaseClient | None = None,
@@ -211,43 +229,32 @@ def estimate(
     allow_files_from: Folders = None,
     **constants: Any,
 ) -> runner.EstimateSummary:
-    """Price a dataset's batches on the driver: one estimate request per price class of the whole dataset
-    (none for a listed price); nothing is started. ``max_credits`` refuses (BudgetExceeded) a dataset
-    whose estimate is over it, as ``run`` refuses a frame: check it before the pipeline runs."""
-    runner.check_options(
-        model=model_id, client=client, max_credits=max_credits, budget=budget, key_cap=key_cap
-    )
+    """Price a dataset's batches on the driver: one estimate request per model and price class of the
+    whole dataset (none for a listed price); nothing is started. With a list of models every row is
+    priced on each, with a subtotal per model, as ``df.mediagen.estimate`` does. ``max_credits``
+    refuses (BudgetExceeded) a dataset whose estimate is over it, as ``run`` refuses a frame: check it
+    before the pipeline runs."""
+    runner.check_options(model=models, client=client, max_credits=max_credits, budget=budget, key_cap=key_cap)
     aclient = runner.async_client(client)
     files_from = allowed(allow_files_from)
-    catalog: list[Model] = runner._call(aclient.models())
-    model = runner.find_model(catalog, model_id)
-    classes: dict[str, Row] = {}  # one row of each price class: the one the class is priced by
-    kinds: list[str | None] = []  # each row's price class (None: an invalid row, never sent)
-    shown: list[str] = []  # each row's price class as the summary names it
-    for frame in batches:
-        _, planned = runner.plan_frame(
-            frame, catalog, model_id, columns, constants, aclient, files_from=files_from, upload=False
+    catalog = {m.id: m for m in runner._call(aclient.models())}
+    plans = [
+        (
+            runner.plan_frame(
+                frame, catalog, models, columns, constants, aclient, files_from=files_from, upload=False
+            ),
+            len(frame.labels()),
         )
-        for row in planned:
-            kind = None if row.input is None else combination(model, row)
-            if kind is not None and kind not in classes:
-                classes[kind] = Row(len(classes), row.input, row.error, row.key)
-            kinds.append(kind)
-            shown.append(runner.price_class(model, row))
-    prices, requests = runner._call(price_rows(aclient, model, list(classes.values())))
-    by_class = {kind: prices[row.position] for kind, row in classes.items()}
+        for frame in batches
+    ]
+    found = joined(plans, catalog, models)
+    prices, requests = runner._call(runner.price_plan(aclient, found))
+    labels = list(range(sum(n for _, n in plans)))  # a dataset's rows, numbered through its batches
     summary = runner.EstimateSummary(
-        model,
-        [None if kind is None else by_class[kind].credits for kind in kinds],
-        list(range(len(kinds))),
-        shown,
-        requests,
-        budget,
-        key_cap,
-        aclient.settings.service_name,
+        found, prices, labels, requests, budget, key_cap, aclient.settings.service_name
     )
     if max_credits is not None:
-        unpriced = [by_class[kind] for kind in kinds if kind is not None and by_class[kind].credits is None]
+        unpriced = [p for p in prices.values() if p.credits is None]
         if unpriced:
             raise BudgetExceeded(
                 f"max_credits: {len(unpriced)} rows could not be priced, so the limit cannot be checked; "
@@ -259,3 +266,29 @@ def estimate(
                 f"rows, over max_credits={max_credits}; nothing was started. Raise it or run fewer rows"
             )
     return summary
+
+
+def joined(batches: list[tuple[Plan, int]], catalog: Mapping[str, Any], models: Models) -> Plan:
+    """The plans of a dataset's batches (each with its number of rows) as one plan of the dataset:
+    positions and source rows numbered through."""
+    rows: list[Row] = []
+    sources = 0
+    for found, n in batches:
+        rows += [
+            replace(row, position=len(rows) + i, source=sources + row.source)
+            for i, row in enumerate(found.rows)
+        ]
+        sources += n
+    plans = [found for found, _ in batches]
+    if not plans:  # an empty dataset: its models, and nothing to price
+        asked, listed = model_ids(models)
+        return Plan([], {m: catalog[m] for m in asked or () if m in catalog}, {}, [], listed=listed)
+    first = plans[0]
+    return Plan(
+        rows,
+        {m: model for found in plans for m, model in found.models.items()},
+        first.fills,
+        list(dict.fromkeys(note for found in plans for note in found.notes)),
+        first.model_column,
+        first.listed,
+    )

@@ -174,9 +174,7 @@ def plan_frame(
         values = files_from.checked(model, values)
         return client.check_input(model, client.attach(model, values) if upload else values)
 
-    return plan(
-        frame.names(), frame.records(), catalog, models, columns, constants, check, run_name=run_name
-    )
+    return plan(frame.names(), frame.records(), catalog, models, columns, constants, check, run_name=run_name)
 
 
 async def price_plan(client: AsyncClient, found: Plan) -> tuple[dict[int, Price], dict[str, int]]:
