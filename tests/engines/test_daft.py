@@ -40,15 +40,22 @@ def test_six_rows_charge_six_and_running_them_again_charges_nothing(service: Ser
     assert service.charged() - before == 6
 
 
-def test_the_estimate_equals_the_sum_of_the_rows_charges(service: Service) -> None:
+def test_the_estimate_of_two_models_equals_the_sum_of_the_rows_charges(service: Service) -> None:
+    """Four rows on a list of two models: each row's value is a list of a struct per model, exploded here
+    into a row each, and the estimate is what they were charged."""
     df = frame(4, quality=["low", "high", "low", "medium"])
+    models = ["gpt-image-2", "flare-1-dev"]
     inputs = {"prompt": daft.col("subject"), "quality": daft.col("quality")}
-    estimate = mgdaft.estimate(df, "gpt-image-2", **inputs)
-    assert (estimate.total, estimate.requests) == (3 + 25 + 3 + 8, 3)  # one request per price class
+    estimate = mgdaft.estimate(df, models, **inputs)
+    assert (estimate.total, estimate.requests) == (3 + 25 + 3 + 8 + 4 * 3, 3)  # one request per price class
     before = service.charged()
-    udf = mgdaft.generate("gpt-image-2", run_name="priced", batch_size=2, **inputs)  # Daft's own option
-    done = results(df.with_column("result", udf))
-    assert [r["status"] for r in done] == ["succeeded"] * 4, [r["error"] for r in done]
+    udf = mgdaft.generate(models, run_name="priced", batch_size=2, **inputs)  # Daft's own option
+    rows = df.with_column("result", udf).explode("result").collect().to_pylist()
+    done = [row["result"] for row in rows]
+    assert [r["status"] for r in done] == ["succeeded"] * 8, [r["error"] for r in done]
+    assert sorted((row["subject"], row["result"]["model"]) for row in rows) == sorted(
+        (f"a lighthouse, take {i}", m) for i in range(4) for m in models
+    )
     assert service.charged() - before == estimate.total == sum(r["credits"] for r in done)
 
 

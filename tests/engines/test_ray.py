@@ -102,15 +102,24 @@ def test_two_actors_on_one_key_meet_no_429(service: Service) -> None:
     )
 
 
-def test_the_estimate_equals_the_sum_of_the_rows_charges(service: Service) -> None:
+def test_the_estimate_of_two_models_equals_the_sum_of_the_rows_charges(service: Service) -> None:
+    """Four rows on a list of two models (one priced by quality, one listed): every row runs on each, a
+    row of the result per (row, model) with its ``model``, and the estimate is what they were charged."""
     ds = dataset(4, quality=["low", "high", "low", "medium"])
+    models = ["gpt-image-2", "flare-1-dev"]
     requests = service.counts()["requests"]
-    estimate = mgray.estimate(ds, "gpt-image-2")
-    assert (estimate.total, estimate.requests) == (3 + 25 + 3 + 8, 3)  # one request per price class
+    estimate = mgray.estimate(ds, models)
+    assert (estimate.total, estimate.requests) == (3 + 25 + 3 + 8 + 4 * 3, 3)  # one request per price class
+    assert {m: sub.credits for m, sub in estimate.by_model.items()} == {"gpt-image-2": 39, "flare-1-dev": 12}
     assert service.counts()["requests"] - requests == 3
     before = service.charged()
-    out = run(ds, mgray.Generate("gpt-image-2", run_name="priced"), actors=1)
+    out = run(ds, mgray.Generate(models, run_name="priced"), actors=1)
     assert (out["status"] == "succeeded").all(), out["error"].tolist()
+    prompts = sorted(set(out["prompt"]))
+    assert sorted(zip(out["prompt"], out["model"], strict=True)) == [
+        (p, m) for p in prompts for m in sorted(models)
+    ]
+    assert len(prompts) == 4
     assert service.charged() - before == estimate.total == out["credits"].sum()
 
 
