@@ -10,7 +10,7 @@ import pytest
 from _engines import MODEL, SKIP, Service, docs_example
 
 from mediagen_nb.batch.template import template
-from mediagen_nb.client import BudgetExceeded
+from mediagen_nb.client import BudgetExceeded, ValidationError
 
 daft = pytest.importorskip("daft", reason=SKIP.format(extra="daft"))
 mgdaft = pytest.importorskip("mediagen_nb.daft")
@@ -99,3 +99,12 @@ def test_a_start_whose_answer_was_lost_comes_back_uncertain_and_a_rerun_resumes_
     again = results(df.with_column("result", udf()))
     assert [r["status"] for r in again] == ["succeeded"] * 2
     assert service.charged() - before == 2
+
+
+def test_the_columns_read_include_each_model_s_own_and_a_model_is_needed() -> None:
+    """A Daft function is handed only the columns it names: a model's own mapping names its columns too.
+    With no model (the accessor's "each row on its model column"), the column would not be read: refused."""
+    read, constants = mgdaft._arguments({"gpt-image-2": {"Prompt": "prompt"}, "Style": "style"}, {"n": 1})
+    assert list(read) == ["Prompt", "Style"] and constants == {"n": 1}
+    with pytest.raises(ValidationError, match="give a model id or a list"):
+        mgdaft.generate(None, prompt=daft.col("subject"))
