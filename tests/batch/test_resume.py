@@ -182,9 +182,9 @@ def test_a_killed_kernel_s_unsent_starts_are_spent_now_by_the_kernel_that_sends_
     ledger, script, rows = tmp_path / "sweep.sqlite", tmp_path / "kernel.py", 24
     script.write_text(KERNEL)
     df = frame().head(rows)
-    _, planned = prepare(
+    planned = prepare(
         table(df), MODEL, None, {}, service.client, run_name=RUN_NAME, files_from=allowed(None)
-    )
+    ).rows
     starts = [(row.key, MODEL, row.input) for row in planned]
     job = {"ledger": str(ledger), "base": service.base_url, "key": service.sandbox.demo_key}
     job["where"] = list(astuple(service.client.settings.where))
