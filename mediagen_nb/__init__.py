@@ -86,6 +86,10 @@ def __dir__() -> list[str]:
 # The ``.mediagen`` namespace of each frame library, registered right after the library is imported, so
 # importing mediagen_nb never imports pandas or polars (the only thing this package does on import).
 ACCESSORS = {"pandas": "mediagen_nb.batch.accessor", "polars": "mediagen_nb.batch.polars_accessor"}
+# The same way, the layers above hand the ones below what they provide: the client's assembler gets the
+# embedded sandbox's launcher (the client imports no sandbox), the batch layer the notebook's display hook.
+ACCESSORS["mediagen_nb.client.assemble"] = "mediagen_nb.launcher"
+ACCESSORS["mediagen_nb.batch.routing"] = "mediagen_nb.notebook.display"
 
 
 class _ThenRegister(importlib.abc.Loader):

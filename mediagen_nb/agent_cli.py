@@ -83,11 +83,12 @@ def _entry() -> tuple[dict[str, Any], str, bool]:
     proxy to the service), may take a real key, which is then shown masked.
     """
     from mediagen_nb.client import current
-    from mediagen_nb.client.agent import jupyter_ai_entry, mcp_url, signed_in
+    from mediagen_nb.client.agent import jupyter_ai_entry
+    from mediagen_nb.client.assemble import agent_server, agent_token
 
     settings = current().settings
-    url = mcp_url(settings)
-    token = signed_in(url)
+    url = agent_server()
+    token = agent_token(url)
     credential = token if token is not None else settings.keys[0]
     embedded = settings.embedded
     own = embedded is not None and url == embedded.base_url + "/mcp"

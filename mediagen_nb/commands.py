@@ -292,7 +292,7 @@ def _waited(args: argparse.Namespace, then: str) -> Any:
     from mediagen_nb.client import WaitTimeout, current
 
     client = current()
-    timeout = None if args.timeout is None else args.timeout * client.settings.limits.time_scale
+    timeout = None if args.timeout is None else client.clock.service(args.timeout)
     try:
         return client.wait(args.id, timeout=timeout)
     except WaitTimeout as exc:

@@ -31,6 +31,7 @@ from mediagen_nb.batch.plan import Columns, FilesFrom, Folders, Models, Plan, Ro
 from mediagen_nb.batch.scheduler import UNCERTAIN, Outcome, Sweep, outcome_fields
 from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded
 from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.assemble import as_ledger
 from mediagen_nb.client.errors import ValidationError
 from mediagen_nb.client.shared_budget import SharedBudget
 
@@ -156,7 +157,7 @@ class Worker:
         job, client = self.job, await self.client()
         found = await self.plan(frame, client)
         rows = found.rows
-        book = await asyncio.to_thread(ledgers.as_ledger, job.ledger)
+        book = await asyncio.to_thread(as_ledger, job.ledger)
         prices: dict[int, Price] = {}
         held: dict[str, int] = {}
         if self._budget is not None:

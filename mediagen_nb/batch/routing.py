@@ -13,13 +13,33 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+
+class Display(Protocol):
+    """How the notebook layer shows things in a kernel: its shell, and IPython's display calls."""
+
+    def shell(self) -> Any:
+        """The running shell, or None outside one."""
+        ...
+
+    def display(self, item: Any, **options: Any) -> None: ...
+
+    def update_display(self, bundle: dict[str, str], *, display_id: str) -> None: ...
+
+
+_display: Display | None = None  # registered by the notebook layer (mediagen_nb.notebook.display)
+
+
+def register(display: Display | None) -> None:
+    """The notebook layer's display hook (None: none); the batch layer never looks IPython up itself."""
+    global _display
+    _display = display
 
 
 def _shell() -> Any:
-    """The running IPython shell, if any (IPython is never imported here)."""
-    ipython = sys.modules.get("IPython")
-    return ipython.get_ipython() if ipython is not None else None
+    """The running shell, if the notebook layer registered one."""
+    return _display.shell() if _display is not None else None
 
 
 def in_notebook() -> bool:
@@ -29,16 +49,15 @@ def in_notebook() -> bool:
 
 
 def show(item: Any, **options: Any) -> None:
-    """Display ``item`` in the running shell's cell output (``options``: ``raw``, ``display_id``).
-
-    The batch layer never imports IPython: a shell that runs has loaded ``IPython.display`` already.
-    """
-    sys.modules["IPython.display"].display(item, **options)
+    """Display ``item`` in the running shell's cell output (``options``: ``raw``, ``display_id``)."""
+    if _display is not None:
+        _display.display(item, **options)
 
 
 def redraw(bundle: dict[str, str], display_id: str) -> None:
     """Replace the display named ``display_id`` with ``bundle``, in whichever cell it is."""
-    sys.modules["IPython.display"].update_display(bundle, raw=True, display_id=display_id)
+    if _display is not None:
+        _display.update_display(bundle, display_id=display_id)
 
 
 def _writers() -> list[Any]:

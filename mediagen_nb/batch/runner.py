@@ -34,7 +34,7 @@ from mediagen_nb.batch.plan import (
 from mediagen_nb.batch.scheduler import Outcome, Sweep, outcome_fields
 from mediagen_nb.batch.words import words
 from mediagen_nb.client import AsyncClient, BaseClient, BudgetExceeded, BudgetStatus, Ledger, Model, budget
-from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.assemble import as_ledger
 from mediagen_nb.client.connection import async_current
 from mediagen_nb.client.errors import ValidationError
 
@@ -525,7 +525,7 @@ def submit(
         )
     if session.limit is not None:
         _within_budget(prices, session)
-    book = ledgers.as_ledger(ledger)  # opened here, in the caller's thread: a bad file fails before any start
+    book = as_ledger(ledger)  # opened here, in the caller's thread: a bad file fails before any start
     sweep = Sweep(
         aclient,
         found.models,

@@ -341,7 +341,7 @@ class Sweep:
         first = self._first_start.get(model_id)
         if first is None:
             return None
-        return (self.client.clock.monotonic() - first) * self.client.settings.limits.time_scale
+        return self.client.clock.monotonic() - first  # the client's clock runs in service seconds
 
     async def _next_attempts(self, rows: list[Row], known: dict[str, ledgers.Entry]) -> list[Row]:
         """Rows whose last attempt failed get the key of their next attempt (``<key>-retry<n>``).
@@ -504,7 +504,7 @@ class Sweep:
             return 0.0
         due = min(median * SLOW_RUN - limits.WAIT_MAX_SECONDS, median)
         waited = self.client.clock.monotonic() - started
-        return max(0.0, self.client.settings.limits.real(due) - waited)
+        return max(0.0, due - waited)
 
     async def _watch(self, row: Row, generation_id: str, started: float, origin: str) -> None:
         """Hold one long-poll at a time on the generation until it ends (its reads are recorded in the
@@ -546,7 +546,7 @@ class Sweep:
             self._committed -= generation.credits_spent  # failed runs are refunded
         elif timed:
             seen = self._runtimes[row.model]
-            seen.append(elapsed * self.client.settings.limits.time_scale)
+            seen.append(elapsed)
             self._medians[row.model] = statistics.median(seen)
             self._slow[row.model] = statistics.quantiles(seen, n=10)[-1] if len(seen) > 1 else seen[0]
         self._show(row, Outcome.of(generation, origin=origin))

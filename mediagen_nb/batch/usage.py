@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from mediagen_nb.client import BaseClient, Ledger
-from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client.assemble import as_ledger
 from mediagen_nb.client.connection import current
 
 COLUMNS = ["model", "via", "runs", "credits", "note"]
@@ -38,7 +38,7 @@ def usage(
     client = client or current()
     start = since or month_start()
     service = client.settings.where.service
-    rows = ledgers.as_ledger(ledger).usage(start.timestamp(), service)
+    rows = as_ledger(ledger).usage(start.timestamp(), service)
     records = [
         {
             "model": row["model"],

@@ -3,9 +3,10 @@
 It imports neither pandas nor IPython; it uses the embedded sandbox when no key is configured.
 """
 
+from mediagen_nb.client.assemble import current, use
+from mediagen_nb.client.balance import budget
 from mediagen_nb.client.clients import AsyncClient, BaseClient, Client
 from mediagen_nb.client.config import Secret
-from mediagen_nb.client.connection import current, use
 from mediagen_nb.client.errors import (
     APIError,
     AuthenticationError,
@@ -51,7 +52,7 @@ from mediagen_nb.client.resources import (
     VideoOptions,
 )
 from mediagen_nb.client.retry import RetryPolicy
-from mediagen_nb.client.spending import BudgetStatus, budget
+from mediagen_nb.client.spending import BudgetStatus
 from mediagen_nb.client.videos import VideoEstimate
 
 __all__ = [

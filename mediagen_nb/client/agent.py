@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.client import errors, settings
+from mediagen_nb.client import errors
 from mediagen_nb.client.config import OWNER_HEADER, BearerAuth, Secret, Settings, on_this_machine
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.core import Core
+from mediagen_nb.client.settings import ENV_MCP_URL
 from mediagen_nb.client.steps import Op, Pause, Record
 from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.clock import Clock
@@ -69,29 +69,20 @@ class Usage:
         return cls(**fields)
 
 
-def mcp_url(where: Settings) -> str:
-    """The agent server's address: ``MEDIAGEN_MCP_URL``, else a sandbox's own ``/mcp``."""
-    configured = settings.mcp_url()
+def mcp_url(where: Settings, configured: str | None) -> str:
+    """The agent server's address: ``configured`` (``MEDIAGEN_MCP_URL``), else a sandbox's own ``/mcp``."""
     if configured:
         if urlsplit(configured).scheme != "https" and not on_this_machine(configured):
             raise errors.ConfigurationError(
-                f"{settings.ENV_MCP_URL} must be an https URL (or http on this machine), not {configured!r}"
+                f"{ENV_MCP_URL} must be an https URL (or http on this machine), not {configured!r}"
             )
         return configured.rstrip("/")
     if where.sandbox or on_this_machine(where.base_url):
         return where.base_url + path("mcp")
     raise errors.ConfigurationError(
-        f"no agent (MCP) server address: set {settings.ENV_MCP_URL} to the service's (the spec's "
+        f"no agent (MCP) server address: set {ENV_MCP_URL} to the service's (the spec's "
         "{mcp_url}; the REST API has no balance endpoint, only its check_usage tool tells what is left)"
     )
-
-
-def signed_in(url: str) -> Secret | None:
-    """The access token for the agent server at ``url``: this process's sign-in, else the environment's."""
-    token = PROCESS.agent_tokens.get(url)
-    if token is None and settings.agent_token():
-        token = Secret(settings.agent_token() or "")
-    return token
 
 
 def _drive(op: Op[T], clock: Clock) -> T:
@@ -139,9 +130,9 @@ def tool_schemas(core: Core) -> dict[str, Any]:
 def _on_agent(core: Core, ask: Callable[..., Coroutine[Any, Any, T]]) -> T:
     """``ask(url, credential)`` on the agent server of ``core``'s service, with its key (booked on the key's
     request limiter) or a signed-in token, on an event loop of its own thread."""
-    url = mcp_url(core.settings)
+    url = mcp_url(core.settings, core.parts.mcp_url())
     _sdk()  # before any request is booked
-    token = signed_in(url)
+    token = core.parts.agent_token(url)
     owner = core.settings.owner_token if url.startswith(core.settings.base_url + "/") else None
     if token is not None:
         return _in_own_thread(lambda: ask(url, token, owner=owner))

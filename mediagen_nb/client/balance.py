@@ -22,9 +22,11 @@ from urllib.parse import urlsplit
 import httpx
 
 from mediagen_nb.client import ledger as ledgers
+from mediagen_nb.client import settings
 from mediagen_nb.client.agent import Usage, check_usage
+from mediagen_nb.client.assemble import as_ledger, current, session_budget
 from mediagen_nb.client.clients import BaseClient
-from mediagen_nb.client.connection import current
+from mediagen_nb.client.spending import BudgetStatus
 from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.paths import path
 
@@ -201,9 +203,7 @@ def balance(client: BaseClient | None = None, *, ledger: "ledgers.Ledger | str |
     now = datetime.now(timezone.utc)
     since = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     settings = chosen.settings
-    figures = ledgers.as_ledger(ledger).account_usage(
-        since.timestamp(), settings.where.account, settings.places()
-    )
+    figures = as_ledger(ledger).account_usage(since.timestamp(), settings.where.account, settings.places())
     sandbox = chosen._engine.core.sandbox_url()
     account_month = _sandbox_month(sandbox, chosen.settings.auth(None)) if sandbox is not None else None
     return Balance(
@@ -237,3 +237,30 @@ def _sandbox_month(base_url: str, auth: httpx.Auth | None) -> str | None:
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return None
     return month if isinstance(month, str) and MONTH.fullmatch(month) else None
+
+
+class _Keep:
+    """The default of :func:`budget`: read the budget, change nothing."""
+
+
+KEEP = _Keep()
+BALANCE = "balance"
+OFF = "off"
+
+
+def budget(limit: "int | str | _Keep | None" = KEEP) -> BudgetStatus:
+    """Set the session budget (``budget(500)``), remove it (``budget("off")`` or ``budget(None)``), or
+    read it (``budget()``): the words of ``%mediagen budget``.
+
+    ``budget("balance")`` sets it to what the account has left now (the agent server's ``check_usage``):
+    this process may then spend no more than that, whatever else spends from the account meanwhile.
+    """
+    current_budget = session_budget()
+    if isinstance(limit, str) and limit.strip().lower() == OFF:
+        limit = None
+    if limit == BALANCE:
+        left = balance().remaining
+        current_budget.limit = current_budget.status().spent + left
+    elif not isinstance(limit, _Keep):
+        current_budget.limit = None if limit is None else settings.credits(limit, "budget")
+    return current_budget.status()

@@ -11,18 +11,16 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import replace
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, get_args, overload
 
 import httpx
 
-from mediagen_nb.client import transport
+from mediagen_nb.client import assemble, transport
 from mediagen_nb.client.catalog import Catalog
-from mediagen_nb.client.config import OWNER_HEADER, Secret, Settings, resolve
+from mediagen_nb.client.config import Settings
 from mediagen_nb.client.controls import Controls
-from mediagen_nb.client.core import Core
-from mediagen_nb.client.engine import Engine, Webhooks
+from mediagen_nb.client.engine import Webhooks
 from mediagen_nb.client.errors import MediagenError
 from mediagen_nb.client.generations import Generations
 from mediagen_nb.client.ledger import Ledger
@@ -31,6 +29,7 @@ from mediagen_nb.client.replication import Replication
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.steps import Call, Op, Record
+from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.client.videos import Videos
 from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.clock import REAL, Clock
@@ -110,14 +109,14 @@ class BaseClient:
         the deadlines: the wall clock, or a manual sandbox's stepping clock in tests, where each wait of
         ``s`` advances the sandbox by ``s`` (``for_sandbox`` gives it one) so waits are instant and exact.
         """
-        settings = settings or resolve(
+        settings = settings or assemble.resolve(
             api_key, base_url, account=account, limits=limits, sandbox=sandbox, wire=wire
         )
-        self._engine = Engine(Core(settings, retry or RetryPolicy(), timeout, ledger, clock=clock))
+        self._engine = assemble.engine(settings, retry or RetryPolicy(), timeout, ledger, clock)
 
     @property
-    def clock(self) -> Clock:
-        """The clock this client waits on and reads its deadlines from."""
+    def clock(self) -> ServiceClock:
+        """The clock this client waits on and reads its deadlines from, in the service's seconds."""
         return self._engine.core.clock
 
     @property
@@ -132,7 +131,8 @@ class BaseClient:
     def __repr__(self) -> str:
         s = self._engine.settings
         where = "embedded sandbox" if s.sandbox else s.base_url
-        return f"<{type(self).__name__} {where} keys={len(s.keys)} time_scale={s.limits.time_scale:g}>"
+        scale = self._engine.core.clock.scale
+        return f"<{type(self).__name__} {where} keys={len(s.keys)} time_scale={scale:g}>"
 
     def _drive(self, op: Op[Any]) -> Any:
         raise NotImplementedError
@@ -177,21 +177,6 @@ class BaseClient:
     sandbox_control = operation(Controls.sandbox_control)
 
 
-def _sandbox_options(sandbox: Any, options: dict[str, Any], base_url: str) -> None:
-    """A client of ``sandbox`` paces itself to its clock: its time scale, or on a manual clock a stepping
-    clock (each wait advances the sandbox) and a time scale of 1. To a sandbox that answers its owner
-    alone, its requests carry the owner's token (a test holds the sandbox itself)."""
-    manual = sandbox.config.clock == "manual"
-    options.setdefault("limits", Limits(time_scale=1.0 if manual else sandbox.config.time_scale))
-    if manual:
-        options.setdefault("clock", sandbox.stepping_clock())
-    token = sandbox.owner_headers.get(OWNER_HEADER)
-    if token is not None and "settings" not in options:
-        account, limits, wire = (options.pop(name, None) for name in ("account", "limits", "wire"))
-        settings = resolve(sandbox.demo_key, base_url, account=account, limits=limits, wire=wire)
-        options["settings"] = replace(settings, owner=Secret(token))
-
-
 class Client(BaseClient):
     """The synchronous client. Safe to share between threads; limits are shared process-wide."""
 
@@ -214,7 +199,7 @@ class Client(BaseClient):
         """A client for a :class:`~mediagen_nb.sandbox.Sandbox` (served on loopback; started if needed)."""
         if sandbox.base_url is None:
             sandbox.start()
-        _sandbox_options(sandbox, options, sandbox.base_url)
+        assemble.for_sandbox(sandbox, options, sandbox.base_url)
         return cls(sandbox.demo_key, base_url=sandbox.base_url, **options)
 
     def _drive(self, op: Op[T]) -> T:
@@ -280,7 +265,7 @@ class AsyncClient(BaseClient):
     @classmethod
     def for_sandbox(cls, sandbox: Any, **options: Any) -> "AsyncClient":
         """A client for a Sandbox: over HTTP when it is served, else in-process (ASGI transport)."""
-        _sandbox_options(sandbox, options, sandbox.base_url or IN_PROCESS_URL)
+        assemble.for_sandbox(sandbox, options, sandbox.base_url or IN_PROCESS_URL)
         if sandbox.base_url is not None:
             return cls(sandbox.demo_key, base_url=sandbox.base_url, **options)
         return cls(sandbox.demo_key, base_url=IN_PROCESS_URL, transport=sandbox.transport(), **options)

@@ -1,32 +1,28 @@
-"""Where the client talks to and with which key: arguments, then the environment, then the sandbox.
+"""Where the client talks to and with which key: the resolved :class:`Settings` of a connection.
 
-With no key and no base URL, the toolkit uses the user's kept sandbox (``mediagen_nb.sandbox.kept``):
-one background sandbox per user, found running or started by the first process that needs it, whose
-state (generations, balance, its ledger and clock) outlives every kernel and command. It is said once
-per process, in one line. The key is held in a :class:`Secret` whose ``repr`` never shows it, and
-reaches a request only through :class:`BearerAuth`.
+:mod:`~mediagen_nb.client.assemble` resolves them (arguments, then the environment, then the user's
+kept sandbox, started through a :class:`Launcher` the top layer registers: the client imports no
+sandbox). The key is held in a :class:`Secret` whose ``repr`` never shows it, and reaches a request
+only through :class:`BearerAuth`.
 """
 
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.client import settings
-from mediagen_nb.client.context import PROCESS, notice
 from mediagen_nb.client.errors import ConfigurationError, ConnectionFailed
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.protocol.ownership import HEADER as OWNER_HEADER
-from mediagen_nb.protocol.paths import SERVICE_BASE_URL
 
 if TYPE_CHECKING:
     from mediagen_nb.client.spelling import Spelling
-    from mediagen_nb.sandbox.kept import Running
 
 CHECK_SECONDS = 2.0  # real seconds between checks that the embedded sandbox runs, and which state it holds
 
@@ -124,6 +120,49 @@ class Where:
     account: str  # the client's account label (``account=``, else the keys' fingerprints)
 
 
+class Running(Protocol):
+    """A kept sandbox found running or started: what a :class:`Launcher` tells of it."""
+
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def time_scale(self) -> float: ...
+    @property
+    def instance(self) -> str:
+        """The identity of its state: the same across restarts, new after a reset."""
+        ...
+
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def token(self) -> str:
+        """The owner's token of this process of it."""
+        ...
+
+    @property
+    def demo_key(self) -> str: ...
+    @property
+    def agent_token(self) -> str: ...
+    @property
+    def started(self) -> bool:
+        """Started by this call (else found running)."""
+        ...
+
+
+class Launcher(Protocol):
+    """How the user's kept sandbox is found and started: provided by the top layer
+    (``mediagen_nb.launcher``), so the client imports no sandbox. A failure to start it is a
+    ConnectionFailed (``sent=False``) naming its log."""
+
+    def find(self, data_dir: Path | None = None) -> Running | None:
+        """The kept sandbox of ``data_dir`` (None: the user's), proven to be the user's; else None."""
+        ...
+
+    def ensure(self, time_scale: float, data_dir: Path | None = None) -> Running:
+        """The kept sandbox, found running or started at ``time_scale``."""
+        ...
+
+
 class Embedded:
     """The user's kept sandbox as this process uses it: its address, demo key, clock and identity, and
     the owner's token its requests carry (it answers its owner alone).
@@ -133,7 +172,8 @@ class Embedded:
     check proves it again (``kept.prove``): a server that cannot is never sent anything.
     """
 
-    def __init__(self, running: "Running") -> None:
+    def __init__(self, running: Running, launcher: Launcher) -> None:
+        self.launcher = launcher
         self.base_url = running.base_url
         self.demo_key = running.demo_key
         self.time_scale = running.time_scale
@@ -153,9 +193,8 @@ class Embedded:
         with self._lock:
             if not now and time.monotonic() - self._checked < CHECK_SECONDS:
                 return
-            from mediagen_nb.sandbox import kept
-
-            running = kept.find(self.data_dir) or _start(lambda: kept.ensure(self.time_scale, self.data_dir))
+            launcher = self.launcher
+            running = launcher.find(self.data_dir) or launcher.ensure(self.time_scale, self.data_dir)
             self._checked = time.monotonic()
             self.instance = running.instance
             self.token = Secret(running.token)
@@ -168,18 +207,6 @@ class Embedded:
                 )
 
 
-def _start(ensure: "Callable[[], Running]") -> "Running":
-    """``ensure()`` the kept sandbox; a failure to start it is one ConnectionFailed naming its log."""
-    from filelock import Timeout
-
-    from mediagen_nb.sandbox.kept import KeptSandboxError
-
-    try:
-        return ensure()
-    except (KeptSandboxError, Timeout, OSError) as exc:
-        raise ConnectionFailed(f"cannot start the embedded sandbox: {exc}", sent=False) from None
-
-
 @dataclass(frozen=True)
 class Settings:
     """Resolved connection settings of one client."""
@@ -190,8 +217,9 @@ class Settings:
     limits: Limits
     sandbox: bool  # the embedded sandbox (the user's kept one)
     embedded: Embedded | None = None  # that sandbox, when ``sandbox``
-    spelling: "Spelling" = field(default_factory=lambda: _spelling(None))  # names the spec does not show
+    spelling: "Spelling" = field(default_factory=lambda: _ours())  # names the spec does not show
     owner: Secret | None = None  # the owner's token of a served sandbox that answers its owner alone
+    launcher: Launcher | None = field(default=None, repr=False, compare=False)  # finds the kept sandbox
 
     def owner_token(self) -> Secret | None:
         """The owner's token every request carries to a sandbox that answers its owner alone (the
@@ -218,10 +246,8 @@ class Settings:
         if self.embedded is not None:
             return [(where.service, where.instance), (normalize_url(self.embedded.base_url), None)]
         places: list[tuple[str, str | None]] = [(where.service, None)]
-        if on_this_machine(self.base_url):
-            from mediagen_nb.sandbox import kept
-
-            running = kept.find()
+        if on_this_machine(self.base_url) and self.launcher is not None:
+            running = self.launcher.find()
             if running is not None and normalize_url(running.base_url) == where.instance:
                 places.append((EMBEDDED_SERVICE, f"sandbox:{running.instance}"))
         return places
@@ -237,92 +263,8 @@ class Settings:
         return "the embedded sandbox" if self.sandbox else (urlsplit(self.base_url).netloc or self.base_url)
 
 
-def _spelling(names_file: str | None) -> "Spelling":
-    """The spelling of a names file, or ours (imported here: the spelling reads the resources)."""
+def _ours() -> "Spelling":
+    """Our spelling of the names the spec does not show (imported here: the spelling reads the resources)."""
     from mediagen_nb.client.spelling import from_file
 
-    return from_file(names_file)
-
-
-_embedded_lock = threading.Lock()
-
-
-def embedded_sandbox() -> Embedded:
-    """The user's kept sandbox, found running or started on first use, and said once per process."""
-    with _embedded_lock:
-        if PROCESS.embedded is None:
-            from mediagen_nb.sandbox import kept
-
-            scale = settings.time_scale() or settings.EMBEDDED_TIME_SCALE
-            running = _start(lambda: kept.ensure(scale))
-            PROCESS.embedded = Embedded(running)
-            how = "started" if running.started else "using"
-            clock = f"time x{running.time_scale:g}"
-            if running.time_scale != scale:
-                clock += f", not the x{scale:g} asked: it was running (mediagen sandbox stop, to change it)"
-            notice(
-                f"mediagen_nb: {how} the embedded sandbox at {running.base_url} ({clock}, demo credits, "
-                f"nothing real is charged; kept in {running.data_dir}, mediagen sandbox stop ends it)"
-            )
-        return PROCESS.embedded
-
-
-def _embedded_at(base_url: str) -> Embedded | None:
-    """The embedded sandbox this process uses, if ``base_url`` is its address."""
-    running = PROCESS.embedded
-    if running is None or normalize_url(base_url) != normalize_url(running.base_url):
-        return None
-    return running
-
-
-def resolve(
-    api_key: str | Sequence[str] | None,
-    base_url: str | None,
-    *,
-    account: str | None = None,
-    limits: Limits | None = None,
-    sandbox: bool = False,
-    wire: str | None = None,
-) -> Settings:
-    """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox.
-
-    ``sandbox=True`` uses the embedded sandbox whatever the environment says. ``wire`` is a names file
-    (else ``MEDIAGEN_WIRE``; the embedded sandbox speaks ours). A key given for the address of the
-    embedded sandbox this process uses (one of its own keys, ``POST /_sandbox/keys``) is used there, with
-    the owner's token it answers to.
-    """
-    if not sandbox:
-        api_key = api_key if api_key is not None else settings.api_key()
-        base_url = base_url or settings.base_url()
-    raw_keys = api_key
-    sandbox = sandbox or (raw_keys is None and base_url is None)
-    embedded = None
-    if sandbox:
-        embedded = embedded_sandbox()
-        raw_keys, base_url = embedded.demo_key, embedded.base_url
-        limits = limits or Limits(time_scale=embedded.time_scale)
-    elif base_url is not None and (embedded := _embedded_at(base_url)) is not None:
-        sandbox = True
-        limits = limits or Limits(time_scale=embedded.time_scale)
-    if raw_keys is None:
-        raise ConfigurationError(
-            f"no API key: pass api_key= or set {settings.ENV_KEY} (the sandbox prints its demo key)"
-        )
-    base_url = base_url or SERVICE_BASE_URL
-    if base_url is None:
-        raise ConfigurationError(
-            f"no base URL: set {settings.ENV_BASE_URL} to the service's address (the spec's {{base_url}}), "
-            "or unset the key to use the embedded sandbox"
-        )
-    # A key never holds a comma: "pk_live_a,pk_live_b" (as MEDIAGEN_API_KEY, where each process of a Ray or
-    # Daft run reads its keys) is a pool of keys of one account, as a list is.
-    given = [k for k in raw_keys.split(",") if k.strip()] if isinstance(raw_keys, str) else raw_keys
-    keys = tuple(Secret(k) for k in given)
-    if not keys:
-        raise ConfigurationError("api_key: give at least one key")
-    if limits is None:
-        limits = Limits(time_scale=settings.time_scale() or settings.SERVICE_TIME_SCALE)
-    # Keys named as one account share its start limit in every process; else the keys given are one.
-    account = account or settings.account() or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
-    spelling = _spelling(None if embedded is not None else wire or settings.wire_path())
-    return Settings(base_url.rstrip("/"), keys, account, limits, sandbox, embedded, spelling)
+    return from_file(None)

@@ -1,8 +1,8 @@
 """What one process shares, in one place: its connection, ledgers, budget, preview choices and uploads.
 
-Every layer reads the process's state here (``PROCESS``), and changes it only through the functions
-that own each part (``mediagen_nb.use``, ``budget``, ``preview_mode``, ``uploads`` ...), never by
-writing another module's globals. Settings read from the environment are :mod:`.settings`'.
+The client's assembler (:mod:`.assemble`) reads it and hands each part to what uses it; the public
+functions that own each part (``mediagen_nb.use``, ``budget``, ``preview_mode``, ``uploads`` ...)
+change it, never another module's globals. Settings read from the environment are :mod:`.settings`'.
 """
 
 import sys
@@ -45,7 +45,7 @@ class Context:
     inlined: dict[str, str | None] = field(default_factory=dict)  # media URL -> its data: URI, read once
     upload_target: Any = None  # uploads(...): (fsspec URL or function, StorageOptions), or None
     uploaded: Uploaded = field(default_factory=Uploaded)
-    told_forgotten: bool = False  # the line about starts a gone sandbox made has been said
+    told: set[str] = field(default_factory=set)  # topics of the lines said once per process
     agent_tokens: "dict[str, Secret]" = field(default_factory=dict)  # agent server URL -> its signed-in token
     notices: TextIO | None = None  # where notice() writes (None: standard output); see notices_to()
 

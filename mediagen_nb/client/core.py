@@ -14,22 +14,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from functools import partial
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx
 
-from mediagen_nb.client import errors, limits_store, pacing
+from mediagen_nb.client import errors, pacing
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
 from mediagen_nb.client.config import BearerAuth, Secret, Settings, Where, normalize_url, on_this_machine
-from mediagen_nb.client.limits_store import Booking, Window, scope_of
+from mediagen_nb.client.limits_store import Booking, Store, Window, scope_of
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spelling import Spelling
 from mediagen_nb.client.spending import Budget
-from mediagen_nb.client.spending import session as session_budget
 from mediagen_nb.client.steps import CATALOG, START, Call, Op, Pause, Record
+from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.protocol import states
-from mediagen_nb.protocol.clock import REAL, Clock, RealClock
 from mediagen_nb.protocol.paths import path
 
 T = TypeVar("T")
@@ -56,6 +55,33 @@ class Slot:
     skew: float = 0.0
 
 
+class Notices(Protocol):
+    """Where the engine's lines to the user go (the assembler's sink): the engine never prints."""
+
+    def say(self, text: str) -> None: ...
+
+    def once(self, topic: str, text: str) -> None:
+        """Say ``text`` unless a line of ``topic`` was said in this process already."""
+        ...
+
+
+@dataclass(frozen=True)
+class Collaborators:
+    """What the assembler (:mod:`~mediagen_nb.client.assemble`) hands an engine: its clock in the
+    service's seconds, where its limiters' windows are kept, the budget, how a ledger is opened
+    (None: the default one), where its notices go, the agent server's address and tokens, and how
+    long a replica's wait gives its marketing cuts."""
+
+    clock: ServiceClock
+    windows: Store
+    budget: Budget
+    ledger: "Callable[[ledgers.Ledger | str | None], ledgers.Ledger]"
+    notices: Notices
+    agent_token: Callable[[str], Secret | None] = lambda url: None
+    mcp_url: Callable[[], str | None] = lambda: None
+    marketing_wait: Callable[[], float] = lambda: 60.0  # service seconds past a run's end for its cuts
+
+
 class Answer(NamedTuple):
     """A whole answer: its ``data``, its HTTP status (a start's 201 says this request made it), whether
     an earlier try of the same call may have reached the service (then a replay is of it), and when it
@@ -79,28 +105,17 @@ class Answer(NamedTuple):
 class Core:
     """State shared by every operation: settings, limiters, retries, the ledger and the budget."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        retry: RetryPolicy,
-        timeout: float,
-        ledger: "ledgers.Ledger | str | None" = None,
-        budget: Budget | None = None,
-        clock: Clock = REAL,
-    ) -> None:
+    def __init__(self, settings: Settings, retry: RetryPolicy, timeout: float, parts: Collaborators) -> None:
         self.settings = settings
-        self.clock = clock  # answers Pause steps and keeps deadlines (rate-limit windows stay on real time)
+        self.parts = parts
+        self.clock = parts.clock  # in service seconds: answers Pause steps and keeps deadlines
+        self.notices = parts.notices
         self.retry = retry
         self.timeout = timeout
         lim = settings.limits
-        seconds, where = lim.real(lim.window), normalize_url(settings.base_url)
-        # Windows shared with other processes are on wall time; a client on another clock (a manual
-        # sandbox's, in tests) paces alone, on its clock.
-        self._windows = (
-            limits_store.store(lim.url)
-            if isinstance(clock, RealClock)
-            else limits_store.SQLiteStore(":memory:", clock.now)
-        )
+        # The windows are kept on the machine's clock (shared with other processes on wall time).
+        seconds, where = self.clock.real(lim.window), normalize_url(settings.base_url)
+        self._windows = parts.windows
         self._keys = [
             Window(scope_of("key", where, k.digest), lim.requests_per_key, seconds) for k in settings.keys
         ]
@@ -108,8 +123,7 @@ class Core:
         self.latency = pacing.Latency(lim)
         self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> clock.monotonic() at start
         self._rng = random.Random()
-        self._ledger_choice = ledger
-        self.budget = budget or session_budget()
+        self.budget = parts.budget
         self._ledger_warned = False
         self._booked: dict[str, ledgers.Ledger] = {}  # resource id -> the ledger that holds its start
 
@@ -153,10 +167,7 @@ class Core:
 
     def deadline(self, call: Call) -> float:
         """Real seconds the whole exchange of ``call`` may take: the service's hold plus a margin."""
-        return self.timeout + self.settings.limits.real(call.hold) + (HTTP_SLACK if call.hold else 0.0)
-
-    def _real(self, service_seconds: float) -> float:
-        return self.settings.limits.real(service_seconds)
+        return self.timeout + self.clock.real(call.hold) + (HTTP_SLACK if call.hold else 0.0)
 
     def _reserve(self, call: Call, only: int | None = None) -> Op[tuple[Call, Slot]]:
         """Book the key with budget first (with the account's start budget for starts); wait for its slot.
@@ -176,7 +187,7 @@ class Core:
             booking: Booking = yield Record(partial(self._windows.reserve, choices, margin))
             wait = booking.at - self.clock.now()  # from the slot itself: the answer may have come late
             if wait > 0:
-                yield Pause(wait)
+                yield Pause(self.clock.service(wait))
             if booking.index is None:
                 continue
             woke = self.clock.now() - booking.at
@@ -233,7 +244,7 @@ class Core:
                     if refused < len(CONNECT_RETRIES):
                         if refused == 0 and self.settings.embedded is not None:
                             yield Record(partial(self.settings.check, now=True))  # died: start it again
-                        yield Pause(CONNECT_RETRIES[refused])
+                        yield Pause(self.clock.service(CONNECT_RETRIES[refused]))
                         refused += 1
                         continue
                     raise errors.ConnectionFailed(
@@ -264,7 +275,7 @@ class Core:
                     self.latency.record(spread)
                     yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
-                    waited = (self.clock.monotonic() - first) * self.settings.limits.time_scale
+                    waited = self.clock.monotonic() - first
                     return Answer(
                         _decode(call, response),
                         response.status_code,
@@ -283,15 +294,14 @@ class Core:
             wait = None if ambiguous and not call.replayable else self.retry.delay(error, attempt, self._rng)
             if wait is None:
                 raise error from None
-            yield Pause(self._real(wait))
+            yield Pause(wait)
             attempt += 1
 
     # -- the ledger and the budget ----------------------------------------------------------------
 
     def book(self, override: "ledgers.Ledger | str | None" = None) -> Op[ledgers.Ledger]:
         """The ledger this start is written to (opening it may wait on the file: a Record step)."""
-        chosen = override if override is not None else self._ledger_choice
-        ledger: ledgers.Ledger = yield Record(partial(ledgers.as_ledger, chosen))
+        ledger: ledgers.Ledger = yield Record(partial(self.parts.ledger, override))
         return ledger
 
     def track(self, resource_id: str, book: ledgers.Ledger, *, started: bool = True) -> None:
@@ -368,7 +378,7 @@ class Core:
     ) -> Op[R]:
         """Read every ``poll`` service seconds (through the limiters) until ``finished``, for at most
         ``timeout`` service seconds (default: WORK_WAIT; the spec gives these jobs no time limit)."""
-        deadline = self.clock.monotonic() + self._real(WORK_WAIT if timeout is None else timeout)
+        deadline = self.clock.monotonic() + (WORK_WAIT if timeout is None else timeout)
         while True:
             current = yield from read()
             if on_update is not None:
@@ -380,7 +390,7 @@ class Core:
                     f"{what} has not finished; it goes on and can be read again (timeout= waits longer)",
                     current,
                 )
-            yield Pause(self._real(poll))
+            yield Pause(poll)
 
 
 def _service_time(response: httpx.Response) -> float | None:

@@ -273,8 +273,7 @@ class Generations:
         reused = isinstance(generation, Generation) and generation.reused
         timeout = GENERATION_WAIT if timeout is None else timeout
         clock = self.core.clock
-        deadline = clock.monotonic() + self.core.settings.limits.real(timeout)
-        scale = self.core.settings.limits.time_scale
+        deadline = clock.monotonic() + timeout  # in service seconds, as the clock is
 
         def read(hold: int | None) -> Op[Generation]:
             current = yield from self.generation(generation_id, wait=hold)
@@ -284,13 +283,13 @@ class Generations:
             return current
 
         while True:
-            left = (deadline - clock.monotonic()) * scale
+            left = deadline - clock.monotonic()
             hold = (
                 int(min(spec_limits.WAIT_MAX_SECONDS, left)) if left >= spec_limits.WAIT_MIN_SECONDS else None
             )
             current = yield from read(hold)
             rest = deadline - clock.monotonic()
-            if not current.done and 0 < rest * scale < spec_limits.WAIT_MIN_SECONDS:
+            if not current.done and 0 < rest < spec_limits.WAIT_MIN_SECONDS:
                 yield Pause(rest)  # too short for another hold: wait it out here, then read once more
                 current = yield from read(None)
                 rest = 0.0

@@ -33,7 +33,6 @@ from typing import Any, TypeVar
 
 from mediagen_nb.client import processes
 from mediagen_nb.client.config import Where
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import MediagenError, mask
 from mediagen_nb.client.ledger_schema import (  # noqa: F401  (the kinds of start, named here)
     ANALYSIS,
@@ -588,20 +587,3 @@ class Ledger:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-
-_opened_lock = threading.Lock()
-
-
-def shared(path: str | Path | None = None) -> Ledger:
-    """The process's ledger at ``path`` (default: ``MEDIAGEN_LEDGER``, else the user's), opened once."""
-    wanted = Path(path).expanduser() if path is not None else ledger_path()
-    with _opened_lock:
-        if wanted not in PROCESS.ledgers:
-            PROCESS.ledgers[wanted] = Ledger(wanted)
-        return PROCESS.ledgers[wanted]
-
-
-def as_ledger(ledger: "Ledger | str | Path | None") -> Ledger:
-    """A Ledger from a Ledger, a path, or None (the process's default)."""
-    return ledger if isinstance(ledger, Ledger) else shared(ledger)

@@ -40,8 +40,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from mediagen_nb.client import settings
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.slots import Stamps, earliest
 
 HORIZON = 0.5  # windows ahead a slot may be booked; further slots are asked for again later
@@ -404,30 +402,21 @@ def _without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-_stores_lock = threading.RLock()  # opening a Redis store opens its fallback under it
-
-
-def store(url: str | None = None) -> Store:
-    """The store at ``url`` (default: ``MEDIAGEN_LIMITS_URL``, else the machine's file), one per process."""
-    wanted = url if url is not None else settings.limits_url()
-    with _stores_lock:
-        if wanted not in PROCESS.stores:
-            PROCESS.stores[wanted] = _open(wanted)
-        return PROCESS.stores[wanted]
-
-
-def _open(url: str) -> Store:
+def open_store(url: str, machine_file: Path, machine: Callable[[], Store], variable: str) -> Store:
+    """The store ``url`` names: ``memory``, Redis (failing over to ``machine()``, the machine's file), or
+    a file (``""``: ``machine_file``); a file that cannot be kept is this process's alone, with one warning
+    naming ``variable``. The assembler opens each once per process."""
     if url == "memory":
         return SQLiteStore(":memory:")
     if url.startswith(("redis://", "rediss://", "unix://")):
-        return Failover(RedisStore(url), store(""))
-    path = Path(url.removeprefix("sqlite://")).expanduser() if url else settings.limits_path()
+        return Failover(RedisStore(url), machine())
+    path = Path(url.removeprefix("sqlite://")).expanduser() if url else machine_file
     try:
         return Failover(SQLiteStore(path), SQLiteStore(":memory:"))
     except (OSError, sqlite3.Error) as exc:
         warnings.warn(
             f"mediagen_nb: cannot keep the shared limits in {path} ({exc}); this process paces alone "
-            f"(set {settings.ENV_LIMITS_URL} to a writable file)",
+            f"(set {variable} to a writable file)",
             RuntimeWarning,
             stacklevel=3,
         )

@@ -4,7 +4,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from mediagen_nb.client import errors, settings
+from mediagen_nb.client import errors
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.catalog import Catalog
 from mediagen_nb.client.checks import checked_id
@@ -306,7 +306,7 @@ class Replication:
         not at all). A run returned without them says so (``marketing_coming``); read it again later."""
         run_id = run.id if isinstance(run, ReplicationRun) else str(run)
         reused = isinstance(run, ReplicationRun) and run.reused
-        bound = settings.marketing_wait() if marketing is None else marketing
+        bound = self.core.parts.marketing_wait() if marketing is None else marketing
 
         def read() -> Op[ReplicationRun]:
             return replace((yield from self.replication_run(run_id)), reused=reused)

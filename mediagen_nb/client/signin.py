@@ -5,7 +5,7 @@ can reach it, so the sign-in is the out-of-band one: the toolkit shows the sign-
 approves there and pastes the code it shows back, and the code with its PKCE verifier becomes an access
 token. Where to sign in is read from the agent server's own metadata (RFC 9728, then RFC 8414), and each
 address is checked (https, or http on this machine) before anything is sent to it. The token is kept in
-this process only (``context.PROCESS``), in a :class:`~mediagen_nb.client.config.Secret`.
+this process only (the assembler keeps it), in a :class:`~mediagen_nb.client.config.Secret`.
 """
 
 import base64
@@ -18,10 +18,8 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 
 from mediagen_nb.client import errors
-from mediagen_nb.client.agent import mcp_url
+from mediagen_nb.client.assemble import agent_server, signed_in
 from mediagen_nb.client.config import Secret, on_this_machine
-from mediagen_nb.client.connection import current
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.protocol import tls
 
 CLIENT_ID = "mediagen-nb"
@@ -72,7 +70,7 @@ def endpoints(server: str) -> tuple[str, str]:
 def sign_in(*, read: Callable[[str], str] = input, show: Callable[[str], None] = print) -> str:
     """Sign this process in to the current service's agent server: open the link shown, approve, and paste
     the code back (``show`` shows the link, ``read`` asks for the code). Returns the one line saying so."""
-    server = mcp_url(current().settings)
+    server = agent_server()
     page, token_endpoint = endpoints(server)
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
@@ -108,5 +106,5 @@ def sign_in(*, read: Callable[[str], str] = input, show: Callable[[str], None] =
             answer.status_code,
             f"sign-in refused: {reason or answer.status_code}; run sign_in() again for a new code",
         )
-    PROCESS.agent_tokens[server] = Secret(token)
+    signed_in(server, Secret(token))
     return f"signed in to the agent server at {server} for this process (the token is kept in memory only)"

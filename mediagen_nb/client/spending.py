@@ -4,14 +4,13 @@
 credits charged by starts from this process: magics, forms, calls, sweeps, replication and
 topic-to-video alike. Each start holds its estimate before it is sent; the answer replaces the hold
 with the real charge, a refund (a failed run) gives it back, and a start whose answer never came
-keeps its hold, because it may have been charged.
+keeps its hold, because it may have been charged. The process's budget is the assembler's
+(``assemble.session_budget``), set by :func:`mediagen_nb.client.balance.budget`.
 """
 
 import threading
 from dataclasses import dataclass
 
-from mediagen_nb.client import settings
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import BudgetExceeded
 
 
@@ -81,45 +80,3 @@ class Budget:
         with self._lock:
             if hold is not None:
                 self._holds.pop(hold, None)
-
-
-_session_lock = threading.Lock()
-
-
-def session() -> Budget:
-    """The process's budget (``MEDIAGEN_BUDGET`` read on first use)."""
-    with _session_lock:
-        if PROCESS.budget is None:
-            PROCESS.budget = Budget(settings.budget())
-        return PROCESS.budget
-
-
-class _Keep:
-    """The default of :func:`budget`: read the budget, change nothing."""
-
-
-KEEP = _Keep()
-
-
-BALANCE = "balance"
-OFF = "off"
-
-
-def budget(limit: "int | str | _Keep | None" = KEEP) -> BudgetStatus:
-    """Set the session budget (``budget(500)``), remove it (``budget("off")`` or ``budget(None)``), or
-    read it (``budget()``): the words of ``%mediagen budget``.
-
-    ``budget("balance")`` sets it to what the account has left now (the agent server's ``check_usage``):
-    this process may then spend no more than that, whatever else spends from the account meanwhile.
-    """
-    current = session()
-    if isinstance(limit, str) and limit.strip().lower() == OFF:
-        limit = None
-    if limit == BALANCE:
-        from mediagen_nb.client.balance import balance
-
-        left = balance().remaining
-        current.limit = current.status().spent + left
-    elif not isinstance(limit, _Keep):
-        current.limit = None if limit is None else settings.credits(limit, "budget")
-    return current.status()

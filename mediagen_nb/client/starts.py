@@ -19,7 +19,6 @@ from typing import Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 from mediagen_nb.client import errors, idempotency
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
-from mediagen_nb.client.context import PROCESS, notice
 from mediagen_nb.client.core import Answer, Core
 from mediagen_nb.client.steps import Call, Op, Record
 from mediagen_nb.protocol import limits as spec_limits
@@ -271,12 +270,10 @@ class Starts:
         (a sweep counts them in its summary instead)."""
         if entry.instance == self.core.where.instance or ledgers.current_via() == "sweep":
             return
-        if PROCESS.told_forgotten:
-            return
-        PROCESS.told_forgotten = True
-        notice(
+        self.core.notices.once(
+            "forgotten",
             "mediagen_nb: the sandbox that ran earlier starts of these inputs is gone (reset, or its state "
-            "lost); they are started again here, and charged"
+            "lost); they are started again here, and charged",
         )
 
     def _send(

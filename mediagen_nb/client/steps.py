@@ -37,7 +37,7 @@ class Call:
 
 @dataclass(frozen=True)
 class Pause:
-    """Sleep this many real seconds."""
+    """Wait this many of the service's seconds (on the client's one clock)."""
 
     seconds: float
 

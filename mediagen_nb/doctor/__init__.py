@@ -107,7 +107,7 @@ def table(service: str, names: str, results: list[Result], suggested: str | None
 
 
 def main(argv: list[str]) -> int:
-    from mediagen_nb.client.config import resolve
+    from mediagen_nb.client.assemble import resolve
 
     args = parser().parse_args(argv)
     if (args.paid is None) != (args.max_credits is None):

@@ -3,13 +3,19 @@
 ``%load_ext mediagen_nb`` registers the magics; widgets load only when a form or the browser opens.
 """
 
+import sys
 from typing import Any
+
+if "IPython" in sys.modules:  # in a kernel: the batch layer shows its output through our display hook
+    from mediagen_nb.notebook import display as _display  # noqa: F401
 
 
 def load_ipython_extension(shell: Any) -> None:
     """Called by ``%load_ext mediagen_nb``."""
+    from mediagen_nb.notebook import display
     from mediagen_nb.notebook.magics import load
 
+    display.register()
     load(shell)
 
 

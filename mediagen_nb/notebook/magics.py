@@ -532,11 +532,11 @@ class MediagenMagics(Magics):
         print(sign_in())
 
     def _cmd_history(self, words: list[str]) -> Any:
-        from mediagen_nb.client import ledger
+        from mediagen_nb.client.assemble import shared_ledger
         from mediagen_nb.notebook.tables import charged_by
 
         client = SESSION.client
-        return HistoryTable(list(SESSION.history), charged_by(ledger.shared(), client.settings.where))
+        return HistoryTable(list(SESSION.history), charged_by(shared_ledger(), client.settings.where))
 
     @magic_arguments("%mediagen reedit")
     @OUTPUT

@@ -35,9 +35,9 @@ from mediagen_nb.client import (
     Secret,
     ServerError,
     ValidationError,
+    assemble,
     errors,
 )
-from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import BearerAuth, Settings
 
 IMAGE = {"prompt": "a paper boat on a pond", "quality": "low"}
@@ -385,6 +385,6 @@ def test_a_key_a_start_answer_echoes_never_reaches_the_ledger_file(own_ledger: P
         server.on("POST", "/v3/playground/v1/run", echo)
         started = client.run("gpt-image-2", prompt="a fox", reuse=True)
     assert started.extra["debug"] == "seen header: Bearer pk_live_***"
-    ledgers.as_ledger(None).close()
+    assemble.as_ledger(None).close()
     written = b"".join(p.read_bytes() for p in own_ledger.parent.iterdir() if p.is_file())
     assert secret.encode() not in written and b"pk_live_***" in written

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from mediagen_nb.client import assemble
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import Where
 from mediagen_nb.client.context import PROCESS
@@ -478,11 +479,11 @@ def test_a_failing_statement_is_one_ledger_error(book: Ledger) -> None:
 def test_one_ledger_per_file_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(PROCESS, "ledgers", {})
     path = tmp_path / "shared.sqlite"
-    first = ledgers.shared(path)
-    assert ledgers.shared(str(path)) is first and ledgers.as_ledger(path) is first
-    assert ledgers.as_ledger(first) is first and repr(first) == f"Ledger({str(path)!r})"
+    first = assemble.shared_ledger(path)
+    assert assemble.shared_ledger(str(path)) is first and assemble.as_ledger(path) is first
+    assert assemble.as_ledger(first) is first and repr(first) == f"Ledger({str(path)!r})"
     monkeypatch.setenv("MEDIAGEN_LEDGER", str(tmp_path / "default.sqlite"))
-    assert ledgers.as_ledger(None).path == tmp_path / "default.sqlite"
+    assert assemble.as_ledger(None).path == tmp_path / "default.sqlite"
     for opened in PROCESS.ledgers.values():
         opened.close()
 

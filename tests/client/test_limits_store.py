@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from _wait import wait_until
 
-from mediagen_nb.client import limits_store
+from mediagen_nb.client import assemble, limits_store
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.limits_store import (
     HORIZON,
@@ -299,19 +299,19 @@ def test_stores_are_opened_once_per_process_by_their_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(PROCESS, "stores", {})
-    memory = limits_store.store("memory")
+    memory = assemble.limits_store("memory")
     assert isinstance(memory, SQLiteStore) and memory.where == ":memory:"
-    assert limits_store.store("memory") is memory
+    assert assemble.limits_store("memory") is memory
     path = tmp_path / "deep" / "limits.sqlite"
     for url in (str(path), f"sqlite://{path}"):
-        opened = limits_store.store(url)
+        opened = assemble.limits_store(url)
         assert isinstance(opened, Failover) and opened.where == str(path)
         assert isinstance(opened.fallback, SQLiteStore) and opened.fallback.where == ":memory:"
     monkeypatch.setenv("MEDIAGEN_LIMITS_URL", "memory")
-    assert limits_store.store() is memory
+    assert assemble.limits_store() is memory
     monkeypatch.setenv("MEDIAGEN_LIMITS_URL", "")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    default = limits_store.store()
+    default = assemble.limits_store()
     assert isinstance(default, Failover) and default.where.startswith(str(tmp_path / "cache"))
 
 
@@ -321,7 +321,7 @@ def test_a_limits_file_that_cannot_be_made_paces_this_process_alone(
     monkeypatch.setattr(PROCESS, "stores", {})
     (tmp_path / "a-file").write_text("x")
     with pytest.warns(RuntimeWarning) as said:
-        opened = limits_store.store(str(tmp_path / "a-file" / "limits.sqlite"))
+        opened = assemble.limits_store(str(tmp_path / "a-file" / "limits.sqlite"))
     assert isinstance(opened, SQLiteStore) and opened.where == ":memory:"
     message = str(said[0].message)
     assert said[0].filename == __file__
@@ -459,9 +459,9 @@ def test_a_redis_url_opens_behind_a_failover_on_the_machine_s_file(
 ) -> None:
     monkeypatch.setattr(PROCESS, "stores", {})
     monkeypatch.setenv("MEDIAGEN_LIMITS_URL", str(tmp_path / "machine.sqlite"))
-    opened = limits_store.store(redis_url)
+    opened = assemble.limits_store(redis_url)
     assert isinstance(opened, Failover) and isinstance(opened.shared, limits_store.RedisStore)
-    assert opened.fallback is limits_store.store("") and opened.where == redis_url
+    assert opened.fallback is assemble.limits_store("") and opened.where == redis_url
 
 
 def test_a_store_serves_every_thread_of_the_process(sqlite: SQLiteStore) -> None:
@@ -479,7 +479,7 @@ def test_redis_urls_of_every_scheme_open_a_redis_store(
     monkeypatch.setattr(PROCESS, "stores", {})
     monkeypatch.setenv("MEDIAGEN_LIMITS_URL", str(tmp_path / "machine.sqlite"))
     for url in ("redis://127.0.0.1:1/0", "rediss://127.0.0.1:1/0", "unix:///nowhere/redis.sock"):
-        opened = limits_store.store(url)  # nothing is asked of Redis until a booking
+        opened = assemble.limits_store(url)  # nothing is asked of Redis until a booking
         assert isinstance(opened, Failover) and isinstance(opened.shared, limits_store.RedisStore)
 
 

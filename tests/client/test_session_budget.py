@@ -32,7 +32,8 @@ from mediagen_nb.client import (
     WebhookError,
     budget,
 )
-from mediagen_nb.client.spending import Budget, BudgetStatus, session
+from mediagen_nb.client.assemble import session_budget as session
+from mediagen_nb.client.spending import Budget, BudgetStatus
 from mediagen_nb.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio

@@ -174,7 +174,7 @@ async def test_a_start_the_service_no_longer_knows_is_begun_again_and_said_once(
 ) -> None:
     """Rows of another instance of the service (a kept sandbox since reset) whose ids it does not know:
     each start begins again, charged, as this instance's; that is said once per process."""
-    monkeypatch.setattr(PROCESS, "told_forgotten", False)
+    monkeypatch.setattr(PROCESS, "told", set())
     book = Ledger(own_ledger)
     inputs = [{"prompt": f"a lighthouse, take {n}"} for n in range(2)]
     async with as_embedded(sandbox) as client:
@@ -185,7 +185,7 @@ async def test_a_start_the_service_no_longer_knows_is_begun_again_and_said_once(
             assert not made.reused and made.id != "0b7e6a3c-2f4e-4b8a-9c1d-5e6f7a8b9c0d"
         instances = sorted(r["instance"] for r in rows(own_ledger))
     assert capsys.readouterr().out.count("is gone (reset, or its state lost); they are started again") == 1
-    assert PROCESS.told_forgotten and charged(sandbox) == 2 * PRICE
+    assert "forgotten" in PROCESS.told and charged(sandbox) == 2 * PRICE
     assert instances == [URL, URL, "sandbox:gone", "sandbox:gone"]
     book.close()
 
@@ -193,13 +193,13 @@ async def test_a_start_the_service_no_longer_knows_is_begun_again_and_said_once(
 async def test_a_forgotten_start_in_a_sweep_is_left_to_the_sweep_s_summary(
     sandbox: Sandbox, own_ledger: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(PROCESS, "told_forgotten", False)
+    monkeypatch.setattr(PROCESS, "told", set())
     book = Ledger(own_ledger)
     async with as_embedded(sandbox) as client:
         gone_start(client, book, INPUT)
         with ledgers.via("sweep"):
             await client.run(MODEL, INPUT, reuse=True)
-    assert "is gone" not in capsys.readouterr().out and not PROCESS.told_forgotten
+    assert "is gone" not in capsys.readouterr().out and "forgotten" not in PROCESS.told
     book.close()
 
 
@@ -210,7 +210,7 @@ async def test_a_forgotten_start_of_this_very_instance_is_begun_again_silently(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """An id this instance itself handed out and no longer has (its state lost): nothing to tell."""
-    monkeypatch.setattr(PROCESS, "told_forgotten", False)
+    monkeypatch.setattr(PROCESS, "told", set())
     await async_client.run(MODEL, INPUT, reuse=True)
     sandbox.world.reset()  # its state lost; the ledger's rows are of this same address
     again = await async_client.run(MODEL, INPUT, reuse=True)

@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 
 import mediagen_nb as mg
 from mediagen_nb.client import BudgetExceeded, Client, Generation, VideoEstimate, settings
-from mediagen_nb.client.config import embedded_sandbox
+from mediagen_nb.client.assemble import embedded_sandbox
 from mediagen_nb.notebook.forms import Form
 from mediagen_nb.protocol import ownership
 from mediagen_nb.protocol.paths import path

@@ -1,0 +1,195 @@
+"""The engine as a pure thing: its operations driven by hand with scripted answers, no sandbox, no sleeps.
+
+The core is built here from its collaborators (what the assembler hands it), on a manual clock: each
+step the engine yields is looked at and answered by the test (a Record run, a Call answered with a
+scripted httpx.Response or a transport error, a Pause moving the clock), so retries, uncertain starts
+and the money rules are checked at the layer that owns them. The sandbox tests keep the end-to-end cases.
+"""
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from mediagen_nb.client import errors
+from mediagen_nb.client.config import Secret, Settings
+from mediagen_nb.client.core import Collaborators, Core
+from mediagen_nb.client.ledger import Ledger
+from mediagen_nb.client.limits_store import SQLiteStore
+from mediagen_nb.client.pacing import Limits
+from mediagen_nb.client.retry import RetryPolicy
+from mediagen_nb.client.spending import Budget
+from mediagen_nb.client.steps import READ, START, Call, Op, Pause, Record
+from mediagen_nb.client.timing import ServiceClock
+from mediagen_nb.protocol.clock import ManualClock, SteppingClock
+
+BASE = "http://service.test"
+
+
+class Told:
+    """A notice sink that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.topics: set[str] = set()
+
+    def say(self, text: str) -> None:
+        self.lines.append(text)
+
+    def once(self, topic: str, text: str) -> None:
+        if topic not in self.topics:
+            self.topics.add(topic)
+            self.lines.append(text)
+
+
+def core(tmp_path: Any, *, scale: float = 1.0, budget: Budget | None = None) -> Core:
+    """A core on a manual clock run at ``scale``, its windows in memory on that clock, a ledger in tmp."""
+    machine = SteppingClock(ManualClock(start=1_000_000.0))
+    settings = Settings(
+        BASE, (Secret("pk_test_engine"),), "keys:test", Limits(time_scale=scale, margin=0.0), False
+    )
+    book = Ledger(tmp_path / "ledger.sqlite")
+    parts = Collaborators(
+        clock=ServiceClock(machine, scale),
+        windows=SQLiteStore(":memory:", machine.now),
+        budget=budget or Budget(),
+        ledger=lambda override: book,
+        notices=Told(),
+    )
+    return Core(settings, RetryPolicy(), 30.0, parts)
+
+
+def ok(data: Any, status: int = 200) -> httpx.Response:
+    return httpx.Response(status, content=json.dumps({"data": data}).encode())
+
+
+def fail(status: int, message: str = "busy") -> httpx.Response:
+    return httpx.Response(status, content=json.dumps({"error": {"message": message}}).encode())
+
+
+Answer = httpx.Response | BaseException
+
+
+def drive(
+    op: Op[Any], engine: Core, answers: list[Answer], calls: list[Call] | None = None
+) -> tuple[Any, list[Call], list[float]]:
+    """Run ``op`` by hand: Records run here, each Call gets the next scripted answer (a response, or an
+    error raised into the operation), each Pause moves the manual clock. The result, the Calls sent
+    and the Pauses (service seconds)."""
+    calls = [] if calls is None else calls
+    pauses: list[float] = []
+    reply: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            step = op.throw(failure) if failure is not None else op.send(reply)
+        except StopIteration as done:
+            return done.value, calls, pauses
+        reply, failure = None, None
+        if isinstance(step, Record):
+            reply = step.fn()
+        elif isinstance(step, Pause):
+            pauses.append(step.seconds)
+            engine.clock.sleep(step.seconds)
+        else:
+            calls.append(step)
+            answer = answers.pop(0)
+            if isinstance(answer, BaseException):
+                failure = answer
+            else:
+                answer.request = httpx.Request(step.method, BASE + "/x")
+                reply = answer
+
+
+def raised(op: Op[Any], engine: Core, answers: list[Answer]) -> tuple[BaseException, list[Call]]:
+    calls: list[Call] = []
+    try:
+        drive(op, engine, list(answers), calls)
+    except BaseException as exc:
+        return exc, calls
+    raise AssertionError("the operation did not fail")
+
+
+def timeout() -> httpx.ReadTimeout:
+    return httpx.ReadTimeout("no answer", request=httpx.Request("POST", BASE))
+
+
+def test_a_503_is_retried_after_the_backoff_in_service_seconds(tmp_path: Any) -> None:
+    engine = core(tmp_path, scale=30.0)  # a sandbox 30 times faster: the backoff is still 5 service s
+    before = engine.clock.monotonic()
+    data, calls, pauses = drive(engine.send(Call("GET", "models")), engine, [fail(503), ok({"a": 1})])
+    assert data == {"a": 1} and len(calls) == 2
+    assert [p for p in pauses if p >= 1] and 3.75 <= max(pauses) <= 6.25  # 5 s, +-25 % jitter
+    assert engine.clock.monotonic() - before == pytest.approx(sum(pauses))  # one unit, no conversion
+
+
+def test_a_404_is_never_retried(tmp_path: Any) -> None:
+    engine = core(tmp_path)
+    error, calls = raised(engine.send(Call("GET", "models")), engine, [fail(404, "no such model")])
+    assert isinstance(error, errors.NotFoundError) and len(calls) == 1
+
+
+def test_a_start_is_retried_under_the_same_idempotency_key(tmp_path: Any) -> None:
+    """A start the service can deduplicate gets a key before it is first sent, and every retry after an
+    ambiguous failure (it may have reached the service) carries that same key: a replay, not a charge."""
+    engine = core(tmp_path)
+    answer, calls, _ = drive(
+        engine.answer(Call("POST", "models", kind=START)),
+        engine,
+        [timeout(), fail(500), ok({"id": "g1"}, 201)],
+    )
+    keys = {call.idempotency_key for call in calls}
+    assert len(calls) == 3 and len(keys) == 1 and None not in keys
+    assert answer.retried and answer.status == 201
+
+
+def test_an_uncertain_start_that_cannot_be_deduplicated_is_never_sent_again(tmp_path: Any) -> None:
+    """No idempotency the service confirmed (``replayable=False``): a start with no whole answer may have
+    been charged, so it fails as possibly sent instead of being sent blind a second time."""
+    engine = core(tmp_path)
+    error, calls = raised(
+        engine.answer(Call("POST", "models", kind=START, replayable=False)), engine, [timeout()]
+    )
+    assert isinstance(error, errors.ConnectionFailed) and error.sent and len(calls) == 1
+
+
+def test_a_refused_connection_is_tried_again_and_never_counts_as_sent(tmp_path: Any) -> None:
+    engine = core(tmp_path)
+    refused = httpx.ConnectError("refused", request=httpx.Request("GET", BASE))
+    error, calls = raised(engine.send(Call("GET", "models")), engine, [refused, refused, refused])
+    assert isinstance(error, errors.ConnectionFailed) and not error.sent and len(calls) == 3
+
+
+def test_a_read_past_its_deadline_is_a_wait_timeout_on_the_service_clock(tmp_path: Any) -> None:
+    """``poll`` counts its timeout in service seconds on the one clock: at x30 a 60-second timeout is
+    60 service seconds of pauses, not 60 real ones converted twice."""
+    engine = core(tmp_path, scale=30.0)
+
+    def read() -> Op[dict[str, Any]]:
+        return (yield from engine.send(Call("GET", "models", kind=READ)))
+
+    finished: Callable[[dict[str, Any]], bool] = lambda r: r["status"] == "done"  # noqa: E731
+    error, calls = raised(
+        engine.poll(read, finished, 5.0, 60.0, None, "run r1"), engine, [ok({"status": "running"})] * 20
+    )
+    assert isinstance(error, errors.WaitTimeout) and 12 <= len(calls) <= 14
+
+
+def test_the_engine_says_things_through_its_notice_sink_once(tmp_path: Any) -> None:
+    engine = core(tmp_path)
+    engine.notices.once("forgotten", "first")
+    engine.notices.once("forgotten", "second")
+    assert isinstance(engine.notices, Told) and engine.notices.lines == ["first"]
+
+
+def test_a_budget_hold_refuses_a_start_before_anything_is_sent_and_a_refusal_gives_it_back() -> None:
+    budget = Budget(100)
+    hold = budget.hold(60, "a start")
+    with pytest.raises(errors.BudgetExceeded):
+        budget.hold(50, "another start")  # 60 held + 50 > 100: refused, nothing sent
+    budget.release(hold)  # the start was refused by the service: nothing charged
+    again = budget.hold(50, "another start")
+    budget.charge(again, "svc/g1", 40)  # answered: the hold becomes the charge
+    assert (budget.status().spent, budget.status().held) == (40, 0)
