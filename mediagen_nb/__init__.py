@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from mediagen_nb._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from mediagen_nb.batch.samples import sample_file as sample_file

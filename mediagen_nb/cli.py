@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from mediagen_nb import __version__
+from mediagen_nb._version import __version__
 from mediagen_nb.commands import COMMANDS, REFUSED, Mistake, Parser, closed_pipe, fail
 from mediagen_nb.commands import main as one_shot
 

@@ -28,9 +28,9 @@ from typing import Any, NoReturn
 
 from mediagen_nb import agent_cli
 from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.documents import KINDS
 
 OK, FAILED, REFUSED, INTERRUPTED, PIPE_CLOSED = 0, 1, 2, 130, 141
-KINDS = ("image", "video", "audio")
 EXITS = (
     "exit status: 0 done; 1 the work failed (a start with no answer may have been charged: the same "
     "command again resumes it at no charge); 2 refused before anything was charged; 141 the reader of "

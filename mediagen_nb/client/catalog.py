@@ -20,11 +20,10 @@ from mediagen_nb.client.media import extension as media_ext
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.steps import CATALOG, Call, Op, Record, records_here
 from mediagen_nb.protocol import documents, messages, paging, schema, wire
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.environment import ENV_WIRE
 from mediagen_nb.protocol.limits import LENGTH_BILLED_EXTENSIONS
 from mediagen_nb.protocol.paths import path
-
-KINDS = ("image", "video", "audio")  # a model's output kind
 
 
 class InputIgnored(UserWarning):

@@ -116,10 +116,13 @@ class Core:
         # The windows are kept on the machine's clock (shared with other processes on wall time).
         seconds, where = self.clock.real(lim.window), normalize_url(settings.base_url)
         self._windows = parts.windows
+        per_key, per_account = lim.requests_per_key, lim.starts_per_account
         self._keys = [
-            Window(scope_of("key", where, k.digest), lim.requests_per_key, seconds) for k in settings.keys
+            Window(scope_of("key", where, k.digest), per_key, seconds, lim.burst_of(per_key))
+            for k in settings.keys
         ]
-        self._account = Window(scope_of("account", where, settings.account), lim.starts_per_account, seconds)
+        account = scope_of("account", where, settings.account)
+        self._account = Window(account, per_account, seconds, lim.burst_of(per_account))
         self.latency = pacing.Latency(lim)
         self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> clock.monotonic() at start
         self._rng = random.Random()

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from mediagen_nb.client import previews
 from mediagen_nb.client.context import PROCESS
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.formats import kind_of_url
 
 _CARD = "font-family:sans-serif;font-size:13px;border:1px solid #ddd;border-radius:6px;padding:8px"
@@ -39,7 +40,7 @@ def media(url: object, kind: str | None, *, width: int | None = None) -> str:
     src = safe_url(url)
     if src is None:
         return ""
-    if isinstance(url, str) and kind in ("image", "video", "audio"):  # a sandbox's media: see previews
+    if isinstance(url, str) and kind in KINDS:  # a sandbox's media: see previews
         src = escape(previews.shown(url.strip(), kind), quote=True)
     if kind == "image":
         return (

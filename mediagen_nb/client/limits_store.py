@@ -16,9 +16,9 @@ file) with one warning, and tries the shared store again a few seconds later.
 
 Why not a library: ``limits`` and ``pyrate-limiter`` offer SQLite and Redis buckets, but both
 answer "may I go now?" (a try-acquire, or a sleep-and-retry loop) over a moving window or a leaky
-bucket; the spec's limits need a *reserved* slot in an even stream (at least window/limit apart, and
-never ``limit`` in a window), booked atomically with the account's start limiter in one step, across
-a pool of keys. That is one query and one insert here, in each store.
+bucket; the spec's limits need a *reserved* slot (never ``limit`` in a window, counted when each
+request may arrive), booked atomically with the account's start limiter in one step, across a pool
+of keys. That is one query and one insert here, in each store.
 
 A reservation is a timestamp: the earliest slot that fits every window of the choice, between booked
 slots when a gap allows (:mod:`mediagen_nb.client.slots`). It is booked only when its slot is at most
@@ -52,11 +52,13 @@ CONTENDED = 100  # Redis: bookings overtaken by other processes in a row before 
 
 @dataclass(frozen=True)
 class Window:
-    """One rolling window: ``limit`` events in ``seconds`` real seconds, for one key or account."""
+    """One rolling window: ``limit`` events in ``seconds`` real seconds, for one key or account, at most
+    ``burst`` of them at once (:class:`~mediagen_nb.client.slots.Stamps`; 1: an even stream)."""
 
     scope: str  # a hash naming the key or account and the service; never the key itself
     limit: int
     seconds: float
+    burst: int = 1
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,8 @@ class SQLiteStore:
         rows = self._db.execute(
             "SELECT at, margin FROM slots WHERE scope = ? ORDER BY at", (window.scope,)
         ).fetchall()
-        return Stamps(window.limit, window.seconds, [r[0] for r in rows], [r[1] or 0.0 for r in rows])
+        at, spread = [r[0] for r in rows], [r[1] or 0.0 for r in rows]
+        return Stamps(window.limit, window.seconds, at, spread, window.burst)
 
     def _paused(self, window: Window) -> float:
         paused = self._db.execute("SELECT until FROM pauses WHERE scope = ?", (window.scope,)).fetchone()
@@ -326,7 +329,7 @@ def _stamps(window: Window, flat: list[bytes]) -> Stamps:
     """A window's stamps from ZRANGE ... WITHSCORES (member, score, member, score ...)."""
     members, scores = flat[::2], flat[1::2]
     spread = [float(m.rsplit(b":", 1)[1]) for m in members]
-    return Stamps(window.limit, window.seconds, [float(s) for s in scores], spread)
+    return Stamps(window.limit, window.seconds, [float(s) for s in scores], spread, window.burst)
 
 
 class Failover:

@@ -1,12 +1,14 @@
 """Client-side pacing that makes 429s from our own load impossible, for every process of an account.
 
-A rolling window of timestamps (not a bucket that bursts): a request may go at time ``t`` only if
-the request ``limit`` places before it was sent at least a window earlier, and requests go at least
-window/limit apart (an even stream). The windows live in a store shared by every process that uses
-the key or account (:mod:`mediagen_nb.client.limits_store`: a file on this machine by default,
-Redis across machines). Windows are real seconds: the service's 60 s divided by the time scale
-(for a time-scaled sandbox), plus a margin for the spread of request latency, measured as requests
-go (:class:`Latency`), so a loaded machine gets no 429s and an idle one loses no throughput.
+A rolling window of timestamps: a request may go at time ``t`` only if the request ``limit`` places
+before it reached the service at least a window earlier. That is the spec's rule and all of it: a
+window with room takes a burst at once (an estimate's three price classes, a form's price), and
+requests are spread only as it fills (``burst=1`` asks for an even stream instead). The windows
+live in a store shared by every process that uses the key or account
+(:mod:`mediagen_nb.client.limits_store`: a file on this machine by default, Redis across machines).
+Windows are real seconds: the service's 60 s divided by the time scale (for a time-scaled sandbox),
+plus a margin for the spread of request latency, measured as requests go (:class:`Latency`), so a
+loaded machine gets no 429s and an idle one loses no throughput.
 """
 
 import math
@@ -29,6 +31,8 @@ MIN_SAMPLES = 8  # requests measured before the margin follows them
 class Limits:
     """The service's limits as the client paces itself; ``time_scale`` matches a time-scaled sandbox.
 
+    ``burst`` is how many requests may go at once into a window with room (default: the whole limit,
+    as the spec allows; 1 spaces every request window/limit apart);
     ``margin`` fixes the real seconds added to each window (default: measured, see :class:`Latency`);
     ``url`` says where windows are shared (default: ``MEDIAGEN_LIMITS_URL``, else a file on this
     machine; ``redis://host:6379/0`` across machines; ``memory`` for this process alone).
@@ -40,6 +44,7 @@ class Limits:
     time_scale: float = 1.0  # service seconds per real second
     margin: float | None = None
     url: str | None = None
+    burst: int | None = None
 
     def __post_init__(self) -> None:
         if not (0 < self.time_scale < math.inf and 0 < self.window < math.inf):
@@ -48,6 +53,12 @@ class Limits:
             raise ValueError("Limits: margin must be a finite number of real seconds, 0 or more")
         if self.requests_per_key < 1 or self.starts_per_account < 1:
             raise ValueError("Limits: requests_per_key and starts_per_account must be at least 1")
+        if self.burst is not None and self.burst < 1:
+            raise ValueError("Limits: burst must be at least 1 (1: an even stream)")
+
+    def burst_of(self, limit: int) -> int:
+        """How many of a window of ``limit`` may go at once."""
+        return limit if self.burst is None else min(self.burst, limit)
 
     def real(self, service_seconds: float) -> float:
         """Real seconds that ``service_seconds`` of service time take."""

@@ -18,9 +18,9 @@ from typing import Any
 from mediagen_nb.client.errors import ServiceResponseError
 from mediagen_nb.client.resources.fields import Field, members, unshown
 from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.environment import ENV_WIRE
 
-KINDS = frozenset({"image", "video", "audio"})  # a model's output kind
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")  # an id as the catalog's: no spaces, no slashes
 
 

@@ -7,6 +7,7 @@ deadline (the time the service may hold it, plus a margin) and no response body 
 """
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -93,13 +94,72 @@ def send(
         finally:
             done.set()
 
-    threading.Thread(target=work, name="mediagen-request", daemon=True).start()
+    _WORKERS.run(work)
     if not done.wait(deadline):
         raise DeadlineExceeded(f"no whole answer within {deadline:.0f} s", request=request)
     if "error" in outcome:
         raise outcome["error"]
     response: httpx.Response = outcome["response"]
     return response
+
+
+class _Workers:
+    """Daemon threads that send sync requests, kept for the next one: starting a thread per request
+    cost more CPU than building the request. A worker held past its deadline by a silent server is
+    not waited for: the next request takes another (or a new) one, and it comes back when it ends."""
+
+    IDLE = 8  # workers kept waiting; more come and go with the load
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+
+    def forget(self) -> None:
+        """In a forked child: the idle workers' threads did not come along."""
+        self._lock = threading.Lock()
+        self._idle = []
+
+    def run(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = _Worker(self)
+        worker.give(fn)
+
+    def back(self, worker: "_Worker") -> bool:
+        """A worker is free again: kept (True) or let go (False)."""
+        with self._lock:
+            if len(self._idle) >= self.IDLE:
+                return False
+            self._idle.append(worker)
+            return True
+
+
+class _Worker:
+    def __init__(self, pool: _Workers) -> None:
+        self._pool = pool
+        self._work: list[Callable[[], None]] = []
+        self._ready = threading.Condition()
+        threading.Thread(target=self._serve, name="mediagen-request", daemon=True).start()
+
+    def give(self, fn: Callable[[], None]) -> None:
+        with self._ready:
+            self._work.append(fn)
+            self._ready.notify()
+
+    def _serve(self) -> None:
+        while True:
+            with self._ready:
+                while not self._work:
+                    self._ready.wait()
+                fn = self._work.pop()
+            fn()  # never raises: ``send``'s work keeps what it raised
+            if not self._pool.back(self):
+                return
+
+
+_WORKERS = _Workers()
+os.register_at_fork(after_in_child=lambda: _WORKERS.forget())  # a forked child has none of the threads
 
 
 async def _read_async(

@@ -12,9 +12,10 @@ from mediagen_nb.client.config import Secret
 from mediagen_nb.client.errors import ServiceResponseError
 from mediagen_nb.client.generations import certain_input
 from mediagen_nb.client.resources import Model
-from mediagen_nb.client.spelling import KINDS, Spelling
+from mediagen_nb.client.spelling import Spelling
 from mediagen_nb.doctor.probe import Exchange, Probe
 from mediagen_nb.protocol import messages
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.environment import ENV_KEY
 from mediagen_nb.protocol.schema import media_kind
 

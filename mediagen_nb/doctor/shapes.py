@@ -17,9 +17,10 @@ from mediagen_nb.client import Client
 from mediagen_nb.client.errors import MediagenError
 from mediagen_nb.client.resources import Model
 from mediagen_nb.client.resources.fields import say_again
-from mediagen_nb.client.spelling import KINDS, SpellingLearned
+from mediagen_nb.client.spelling import SpellingLearned
 from mediagen_nb.doctor.checks import REPORT, Found, Result, credits, minimal_input
 from mediagen_nb.protocol import documents, wire
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.environment import ENV_WIRE
 from mediagen_nb.protocol.schema import media_kind
 

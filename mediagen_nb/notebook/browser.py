@@ -14,9 +14,10 @@ from mediagen_nb.notebook import compat
 from mediagen_nb.notebook.forms import Form
 from mediagen_nb.notebook.prices import listed_price
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol.documents import KINDS
 
 ALL = "all"
-KINDS = (ALL, "image", "video", "audio")
+CHOICES = (ALL, *KINDS)
 PAGE_SIZE = 24
 PREVIEW_WIDTH = 160
 NO_WIDGETS = (
@@ -59,7 +60,7 @@ class CatalogBrowser:
         self.shown: list[Model] = []
         self.form: Form | None = None
         groups = sorted({m.group for m in self.models if m.group})
-        self.kind = widgets.Dropdown(options=KINDS, value=ALL, description="kind")
+        self.kind = widgets.Dropdown(options=CHOICES, value=ALL, description="kind")
         self.group = widgets.Dropdown(options=[ALL, *groups], value=ALL, description="group")
         self.text = widgets.Text(placeholder="search id, name, description")
         self.count = widgets.HTML()

@@ -14,6 +14,7 @@ from IPython.core.magic_arguments import argument
 
 from mediagen_nb.notebook.parsing import OptionError, interpolate_value
 from mediagen_nb.notebook.session import SESSION
+from mediagen_nb.protocol.documents import KINDS
 
 SUBCOMMANDS = (
     "models",
@@ -29,7 +30,6 @@ SUBCOMMANDS = (
     "reedit",
     "help",
 )
-KINDS = ("image", "video", "audio")
 # What follows each %mediagen subcommand, for tab completion (model ids are read from the catalog).
 SUBCOMMAND_WORDS = {"models": ["--kind", *KINDS], "use": ["sandbox", "service"], "budget": ["off", "balance"]}
 _NEEDS_VALUE = re.compile(r"argument (\S+): expected one argument")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-KINDS = ("image", "video", "audio")
+KINDS = ("image", "video", "audio")  # a model's output kinds: the only definition
 INPUT_PREFIX = "Input_"
 _LINE = re.compile(
     r"^\s*(?:[-*+]|\d+[.)])?\s*[`*\"']*([A-Za-z0-9][A-Za-z0-9._:/-]{0,127}?)[`*\"']*(?=[\s:(,|]|$)"

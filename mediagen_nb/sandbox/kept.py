@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 from filelock import FileLock
 
-from mediagen_nb import __version__
+from mediagen_nb._version import __version__
 from mediagen_nb.protocol import ownership, tls
 from mediagen_nb.protocol.environment import ENV_SANDBOX_HOSTS
 from mediagen_nb.protocol.paths import path

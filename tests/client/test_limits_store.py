@@ -518,3 +518,73 @@ def test_a_redis_stamp_is_kept_a_window_after_its_slot_and_spread(redis: limits_
     one = Window(scope_of("key", "https://service.example", "one"), 1, 60.0)
     assert redis.reserve([[one]], margin=5.0).stamp == 1000.0
     assert redis.reserve([[one]], margin=5.0).index is None  # a window plus its spread after: 1065
+
+
+# ------------------------------------------------------------------------------------- bursts
+
+BURSTY = Window(scope_of("key", "https://service.example", "bursty"), 60, 60.0, burst=60)  # the spec's rule
+
+# One process of two booking one bursty window at once: prints how many it booked now and how many it
+# was told to ask for again later. argv: the store's url ("sqlite://<path>" on a fixed clock, or a
+# redis url on Redis's), the number of bookings.
+BOOKER = """
+import json, sys
+from mediagen_nb.client.limits_store import RedisStore, SQLiteStore, Window
+url, count = sys.argv[1], int(sys.argv[2])
+store = (
+    SQLiteStore(url.removeprefix("sqlite://"), now=lambda: 1_800_000_000.0)
+    if url.startswith("sqlite://") else RedisStore(url)
+)
+window = Window(sys.argv[3], 60, 60.0, burst=60)
+booked = [store.reserve([[window]], margin=0.25) for _ in range(count)]
+print(json.dumps([[b.index, b.delay] for b in booked]))
+"""
+
+
+def book_in_two_processes(url: str, each: int) -> list[list[Any]]:
+    """``each`` bookings of BURSTY from each of two processes at once, through the store at ``url``."""
+    import json
+    import sys
+
+    command = [sys.executable, "-c", BOOKER, url, str(each), BURSTY.scope]
+    started = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        return [b for p in started for b in json.loads(p.communicate(timeout=60)[0])]
+    finally:
+        for p in started:
+            p.kill()
+            p.wait()
+
+
+def test_a_burst_of_three_goes_at_once_into_an_empty_window(sqlite: SQLiteStore, clock: Clock) -> None:
+    three = [sqlite.reserve([[BURSTY]], margin=0.25) for _ in range(3)]
+    assert [(b.index, b.delay, b.at) for b in three] == [(0, 0.0, clock.now)] * 3
+
+
+def test_the_61st_waits_until_the_first_has_left_the_window(sqlite: SQLiteStore, clock: Clock) -> None:
+    """60 at once; the 61st is past half a window ahead (asked for again later); once the clock is
+    near it, its slot is the first one's plus its spread plus the window."""
+    first = clock.now
+    booked = [sqlite.reserve([[BURSTY]], margin=0.25) for _ in range(60)]
+    assert all(b.index == 0 and b.delay == 0.0 for b in booked)
+    later = sqlite.reserve([[BURSTY]], margin=0.25)
+    assert later.index is None and later.delay == pytest.approx(60.25 - HORIZON * 60)
+    clock.now += 59.0
+    sixty_first = sqlite.reserve([[BURSTY]], margin=0.25)
+    assert sixty_first.index == 0 and sixty_first.stamp == pytest.approx(first + 60.25)
+    assert sixty_first.delay == pytest.approx(1.25)
+
+
+def test_a_burst_across_two_processes_on_one_file_keeps_the_bound(tmp_path: Path) -> None:
+    path = tmp_path / "limits.sqlite"
+    SQLiteStore(path)  # made (and switched to WAL) before both processes open it
+    booked = book_in_two_processes(f"sqlite://{path}", 40)
+    assert sorted(tuple(b) for b in booked if b[0] is not None) == [(0, 0.0)] * 60
+    assert sum(1 for b in booked if b[0] is None) == 20
+
+
+def test_a_burst_across_two_processes_through_redis_keeps_the_bound(redis: limits_store.RedisStore) -> None:
+    booked = book_in_two_processes(redis.where, 40)
+    now = [b for b in booked if b[0] is not None]
+    assert len(now) == 60 and all(b[0] == 0 and b[1] < 5.0 for b in now)  # at once (Redis's clock)
+    assert sum(1 for b in booked if b[0] is None) == 20

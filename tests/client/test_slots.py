@@ -1,4 +1,5 @@
-"""The earliest slot in partly booked windows: gaps are filled, and the rules hold wherever it goes."""
+"""The earliest slot in partly booked windows: gaps are filled, bursts go at once while a window has
+room, and the rules hold wherever it goes."""
 
 import itertools
 import math
@@ -18,9 +19,9 @@ def valid(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> bool
     return gaps and windows
 
 
-def window(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> Stamps:
+def window(limit: int, seconds: float, stamps: list[tuple[float, float]], burst: int = 1) -> Stamps:
     stamps = sorted(stamps)
-    return Stamps(limit, seconds, [a for a, _ in stamps], [s for _, s in stamps])
+    return Stamps(limit, seconds, [a for a, _ in stamps], [s for _, s in stamps], burst)
 
 
 def test_a_read_fills_the_gap_a_start_left_on_its_key() -> None:
@@ -82,3 +83,46 @@ def test_random_bookings_are_the_earliest_that_keep_the_rules() -> None:
         grid = [k * gap for k in range(math.ceil(after / gap), int(slot / gap) + 1)]
         earlier = grid if busy else [after]
         assert not any(valid(limit, seconds, [*booked, (t, spread)]) for t in earlier if t < slot - 1e-6)
+
+
+def test_a_window_with_room_takes_a_burst_at_once_and_the_next_when_the_first_has_left() -> None:
+    """The spec's rule alone (burst = limit): 60 go at once into an empty window, the 61st when the
+    first has left it (its slot, its spread and a window later), the 62nd when the second has."""
+    booked: list[tuple[float, float]] = []
+    for _ in range(60):
+        booked.append((earliest(100.0, [window(60, 60.0, booked, burst=60)], 0.25), 0.25))
+    assert [at for at, _ in booked] == [100.0] * 60
+    assert earliest(100.0, [window(60, 60.0, booked, burst=60)], 0.25) == 160.25
+    later = [(100.0, 0.25)] * 59 + [(130.0, 0.25)]
+    assert earliest(161.0, [window(60, 60.0, later, burst=60)], 0.25) == 161.0  # 59 left at 160.25
+    assert earliest(100.0, [window(60, 60.0, later[:3], burst=60)], 0.0) == 100.0  # room: at once
+
+
+def test_a_burst_of_three_on_a_limit_of_sixty_then_one_a_second() -> None:
+    """burst = 3: three at once into an empty window; every four stamps span three gaps (3 s), so
+    the next three go three gaps after the first three."""
+    booked: list[tuple[float, float]] = []
+    for _ in range(5):
+        booked.append((earliest(0.0, [window(60, 60.0, booked, burst=3)], 0.0), 0.0))
+    assert [at for at, _ in booked] == [0.0, 0.0, 0.0, 3.0, 3.0]
+
+
+def test_random_bursty_bookings_never_put_limit_plus_one_in_a_window() -> None:
+    rng = random.Random(11)
+    for _ in range(200):
+        limit, seconds = rng.randint(1, 6), rng.choice([6.0, 10.0])
+        burst = rng.randint(1, limit)
+        booked: list[tuple[float, float]] = []
+        for _ in range(rng.randint(1, 15)):
+            after, spread = rng.uniform(0, 40), rng.choice([0.0, 0.3, 1.0])
+            slot = earliest(after, [window(limit, seconds, booked, burst)], spread)
+            assert slot >= after
+            booked.append((slot, spread))
+            ordered = sorted(booked)
+            assert all(
+                ordered[i + limit][0] >= ordered[i][0] + ordered[i][1] + seconds - 1e-9
+                for i in range(len(ordered) - limit)
+            )
+            gap = seconds / limit
+            spans = [ordered[i + burst][0] - ordered[i][0] for i in range(len(ordered) - burst)]
+            assert all(span >= burst * gap - 1e-9 for span in spans)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from mediagen_nb.client.checks import ID_KINDS, is_id
 from mediagen_nb.client.errors import ServiceResponseError, mask
 from mediagen_nb.protocol import states, wire
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.environment import ENV_WIRE
 
 R = TypeVar("R")
@@ -39,7 +40,6 @@ _KINDS: dict[str, Any] = {
     ANY: lambda v: True,
 }
 BASE_URL_HINT = "is MEDIAGEN_BASE_URL the service's address?"
-OUTPUT_KINDS = ("image", "video", "audio")
 
 
 class Normalised(UserWarning):
@@ -112,7 +112,7 @@ def model_fields(names: wire.Names) -> Fields:
         "id": unshown(names, "model_id"),
         "name": unshown(names, "model_name"),
         "description": unshown(names, "model_description"),
-        "output_type": Field(names.model_output_type, TEXT, "model_output_type", OUTPUT_KINDS),
+        "output_type": Field(names.model_output_type, TEXT, "model_output_type", KINDS),
         "group": unshown(names, "model_group"),
         "credits": unshown(names, "model_credits", WHOLE),
         "preview_url": unshown(names, "model_preview"),

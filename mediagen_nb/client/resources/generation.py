@@ -18,7 +18,7 @@ from mediagen_nb.client.resources.fields import (
     ARRAY,
     BASE_URL_HINT,
     GENERATION_FIELDS,
-    OUTPUT_KINDS,
+    KINDS,
     TEXT,
     Field,
     Shown,
@@ -59,7 +59,7 @@ class Generation(Shown):
         needed = ("model_id", "status", "credits_spent")
         generation = parse(cls, data, GENERATION_FIELDS, required=needed, elapsed_s=elapsed_s)
         output = generation.output or {}
-        kind = checked("Generation.output", Field("type", vocab=OUTPUT_KINDS), output.get("type"))
+        kind = checked("Generation.output", Field("type", vocab=KINDS), output.get("type"))
         if kind != output.get("type"):
             generation = replace(generation, output={**output, "type": kind})
             output = generation.output or {}

@@ -26,7 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
-from mediagen_nb import __version__
+from mediagen_nb._version import __version__
 from mediagen_nb.protocol import messages, wire
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.agent import access, tools

@@ -8,10 +8,11 @@ from typing import Any
 
 from mediagen_nb.protocol import replication as replication_rules
 from mediagen_nb.protocol import schema as schema_rules
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.sandbox import datafiles
-from mediagen_nb.sandbox.catalog.model import KINDS, ModelSpec, Schema
+from mediagen_nb.sandbox.catalog.model import ModelSpec, Schema
 from mediagen_nb.sandbox.pricing import (
     Flat,
     Multiplier,

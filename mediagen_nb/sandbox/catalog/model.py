@@ -10,7 +10,6 @@ from mediagen_nb.sandbox.pricing import PriceRule, input_defaults
 
 Schema = dict[str, Any]
 
-KINDS = ("image", "video", "audio")
 DEFAULT_OUTPUT_SECONDS = 5.0  # a video (or audio) model without a duration input makes this much
 SPEECH_CHARS_PER_SECOND = 15.0  # text-to-speech output length: about 15 characters a second
 

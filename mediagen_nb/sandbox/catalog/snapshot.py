@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.schema import media_kind
 from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.catalog import BY_ID, Catalog, ModelSpec
 from mediagen_nb.sandbox.catalog.loader import property_problems, rule_problems
-from mediagen_nb.sandbox.catalog.model import KINDS
 from mediagen_nb.sandbox.pricing import (
     REFERENCE_TEXT_CHARS,
     Flat,
