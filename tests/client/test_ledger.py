@@ -393,7 +393,7 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
     """Another process holds the file: the first call waits ``lock_wait``, saying so on stderr once; the
     next ones fail at once (a sweep stops without waiting for every row); a write that gets through
     ends that."""
-    monkeypatch.setattr(ledgers, "LOCK_NOTICE", 0.05)  # SQLite's own wait for each try, shortened
+    monkeypatch.setattr(ledgers, "BUSY_MS", 50)  # SQLite's own wait for each try, shortened
     book = Ledger(tmp_path / "ledger.sqlite", lock_wait=0.3)
     holder = sqlite3.connect(book.path, isolation_level=None, timeout=0)
     holder.execute("BEGIN IMMEDIATE")
@@ -401,8 +401,8 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
         with pytest.raises(LedgerError) as raised:
             intent(book)
         assert raised.value.message == (
-            f"ledger {book.path} is locked: another process holds it: let it finish, or use another file "
-            "(ledger= or MEDIAGEN_LEDGER)"
+            f"ledger {book.path} is locked (waited 0.3 s): another process holds it: let it finish, or use "
+            "another file (ledger= or MEDIAGEN_LEDGER)"
         )
         said = capsys.readouterr().err
         assert said.count("waiting for the ledger") == 1 and f"(up to {book.lock_wait:g} s)" in said

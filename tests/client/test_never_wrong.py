@@ -281,8 +281,8 @@ def test_sandbox_sync_follows_every_page(sandbox: Sandbox, tmp_path: Path) -> No
     models, nothing removed (the issue: "90 removed", 40 served)."""
     names = wire.parse({"catalog": {"next": "cursorNext"}, "serve": {"page_size": 40, "paging": "cursor"}})[0]
     base_url = speak(sandbox, names)
-    served, drift = sync(base_url, tmp_path / "snapshot", names)
-    assert len(served.models) == 130 and not drift.removed and not drift.added
+    synced = sync(base_url, tmp_path / "snapshot", names)
+    assert len(synced.served) == 130 and not synced.drift.removed and not synced.drift.added
 
 
 def test_doctor_paid_confirms_the_job_read_within_its_credits(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mediagen_nb.protocol import messages
+from mediagen_nb.protocol import limits, messages
 from mediagen_nb.protocol.clock import ManualClock
 from mediagen_nb.sandbox import lifecycle
 from mediagen_nb.sandbox.accounts import (
@@ -177,10 +177,11 @@ def test_a_year_turns_and_a_plan_without_api_access_is_granted_nothing(clock: Ma
     free.granted_month = "2026-01"
     accounts.account("free-one")
     assert free.balance == 0 and free.granted_month == "2026-05"
-    fresh = Accounts(clock).account("new")
-    fresh.granted_month = ""
-    Accounts(clock).grant_months(fresh)
-    assert fresh.granted_month == "2026-05"
+    other = Accounts(clock)
+    fresh = other.account("new")
+    fresh.granted_month = ""  # a state saved before grants were kept: counting starts now
+    other.book_grants()
+    assert fresh.granted_month == "2026-05" and fresh.balance == limits.PLAN_CREDITS[fresh.plan]
 
 
 def test_a_key_s_cap_allows_up_to_the_cap_this_month(accounts: Accounts, clock: ManualClock) -> None:

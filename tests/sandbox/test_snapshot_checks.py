@@ -40,7 +40,7 @@ def _sandbox(folder: Path, *records: dict[str, Any]) -> Sandbox:
 
 async def _calls(sandbox: Sandbox, *bodies: dict[str, Any]) -> list[httpx.Response]:
     """For each body an estimate then a run, on the in-process sandbox (its errors are answers)."""
-    transport = httpx.ASGITransport(sandbox.app, raise_app_exceptions=False)
+    transport = httpx.ASGITransport(sandbox.in_process(), raise_app_exceptions=False)
     headers = {"Authorization": f"Bearer {sandbox.demo_key}"}
     async with httpx.AsyncClient(transport=transport, base_url="http://sandbox.test", headers=headers) as api:
         answers = []

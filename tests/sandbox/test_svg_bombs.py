@@ -159,7 +159,7 @@ def sandbox() -> Sandbox:
 def _api(sandbox: Sandbox) -> httpx.AsyncClient:
     """A client of the in-process sandbox whose errors are answers, as over HTTP."""
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(sandbox.app, raise_app_exceptions=False),
+        transport=httpx.ASGITransport(sandbox.in_process(), raise_app_exceptions=False),
         base_url="http://sandbox.test",
         headers={"Authorization": f"Bearer {sandbox.demo_key}"},
         timeout=60,
