@@ -10,6 +10,7 @@ runs on a stepped clock; the Redis store on a real ``redis-server`` on a socket 
 import shutil
 import sqlite3
 import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -38,6 +39,26 @@ KEY = Window(scope_of("key", "https://service.example", "digest"), 2, 60.0)  # o
 ACCOUNT = Window(scope_of("account", "https://service.example", "acct"), 60, 60.0)
 OTHER = Window(scope_of("key", "https://service.example", "other"), 2, 60.0)
 FOUR = Window(scope_of("key", "https://service.example", "four"), 4, 60.0)  # one slot every 15 s
+
+
+def places_warned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The file each warning of the test will point at, as it would without the two frames that mutmut's
+    trampolines put under every call of a function it mutated (its tool's frames are skipped): so a
+    mutant's ``stacklevel`` is told apart from the code's under ``.ci/mutation.py`` too."""
+    places: list[str] = []
+    warn = warnings.warn
+
+    def located(message: Any, category: Any = None, stacklevel: int = 1, **rest: Any) -> None:
+        frame = sys._getframe(1)
+        for _ in range(stacklevel - 1):
+            frame = frame.f_back  # type: ignore[assignment]
+            while "/mutmut/" in frame.f_code.co_filename:
+                frame = frame.f_back  # type: ignore[assignment]
+        places.append(frame.f_code.co_filename)
+        warn(message, category, stacklevel=stacklevel + 1, **rest)
+
+    monkeypatch.setattr(warnings, "warn", located)
+    return places
 
 
 class Clock:
@@ -249,6 +270,7 @@ def test_a_failing_shared_store_paces_on_the_fallback_with_one_warning_then_is_t
     assert store.where == "redis://shared" and store.failures == ()
     assert store.reserve([[KEY]], 0.0).stamp == 1.0 and shared.seen == ["reserve"]
     shared.down = True
+    places = places_warned(monkeypatch)
     with pytest.warns(RuntimeWarning) as said:
         booked = store.reserve([[KEY]], 0.0)
     assert booked.index == 0 and booked.stamp != 1.0  # the fallback's own booking
@@ -256,7 +278,7 @@ def test_a_failing_shared_store_paces_on_the_fallback_with_one_warning_then_is_t
         "mediagen_nb: lost the shared limits at redis://shared (OSError: reserve: lost connection); "
         f"pacing on this machine's limits ({fallback.where}) until they work again"
     )
-    assert said[0].filename == __file__  # said where the caller asked for the booking
+    assert places == [__file__]  # said where the caller asked for the booking
     shared.down = False
     moments[0] += limits_store.RETRY - 0.5  # not yet tried again: the fallback books
     with warnings.catch_warnings():
@@ -320,11 +342,12 @@ def test_a_limits_file_that_cannot_be_made_paces_this_process_alone(
 ) -> None:
     monkeypatch.setattr(PROCESS, "stores", {})
     (tmp_path / "a-file").write_text("x")
+    places = places_warned(monkeypatch)
     with pytest.warns(RuntimeWarning) as said:
         opened = assemble.limits_store(str(tmp_path / "a-file" / "limits.sqlite"))
     assert isinstance(opened, SQLiteStore) and opened.where == ":memory:"
     message = str(said[0].message)
-    assert said[0].filename == __file__
+    assert places == [__file__]
     assert message.startswith(
         f"mediagen_nb: cannot keep the shared limits in {tmp_path / 'a-file' / 'limits.sqlite'} ("
     )
