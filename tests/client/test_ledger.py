@@ -341,6 +341,56 @@ def test_usage_counts_charges_by_model_and_path_and_sets_apart_what_may_have_bee
     assert book.usage(since, "https://another.example") == []
 
 
+def test_account_usage_sets_each_start_in_its_figure_for_the_balance(
+    book: Ledger, stepping: Stepping
+) -> None:
+    """``mediagen balance``'s figures from the ledger: each start of the account since the month's turn in
+    one figure (failures left out), other accounts' answered starts apart, at the places asked only."""
+    intent(book, "old")
+    book.started("old", HERE, "id-old", "succeeded", 100)  # before the month: not counted
+    since = stepping.now + 0.5
+    for key, status, credits, known in (
+        ("done", "succeeded", 5, True),  # charged
+        ("ready", "ready", 2, True),  # charged (an analysis ended)
+        ("busy", "processing", 4, True),  # charged, not ended: running
+        ("paying", "processing", 6, False),  # charged as it runs: in flight at its estimate
+        ("guessed", "succeeded", 3, False),  # charged, the service would not say: estimated
+        ("failed", "failed", 50, True),  # refunded: left out
+    ):
+        intent(book, key)
+        book.started(key, HERE, f"id-{key}", status, credits, credits_known=known)
+    intent(book, "unanswered", credits=7)  # possibly charged
+    intent(book, "theirs", where=OTHER)
+    book.started("theirs", OTHER, "id-theirs", "succeeded", 20)
+    intent(book, "theirs-running", where=OTHER)
+    book.started("theirs-running", OTHER, "id-theirs-running", "processing", 1, credits_known=False)
+    intent(book, "theirs-unanswered", where=OTHER, credits=30)  # another's possible charge: not theirs to say
+    intent(book, "theirs-failed", where=OTHER)
+    book.started("theirs-failed", OTHER, "id-theirs-failed", "failed", 40)
+    intent(book, "elsewhere", where=THERE)
+    book.started("elsewhere", THERE, "id-elsewhere", "succeeded", 10)  # another instance of the service
+    here = {
+        "charged": (4, 14),
+        "estimated": (1, 3),
+        "in_flight": (1, 6),
+        "running": (1, 4),
+        "possibly": (1, 7),
+        "other_keys": (2, 21),
+    }
+    assert book.account_usage(since, "acct", [(HERE.service, HERE.instance)]) == here
+    anywhere = {**here, "charged": (5, 24)}
+    assert book.account_usage(since, "acct", [(HERE.service, None)]) == anywhere
+    both = [("https://another.example", None), (HERE.service, THERE.instance), (HERE.service, HERE.instance)]
+    assert book.account_usage(since, "acct", both) == anywhere
+    only_there = dict.fromkeys(here, (0, 0)) | {"charged": (1, 10)}
+    assert book.account_usage(since, "acct", [(HERE.service, THERE.instance)]) == only_there
+    nothing = dict.fromkeys(here, (0, 0))
+    assert book.account_usage(since, "acct", []) == nothing
+    assert book.account_usage(stepping.now + 60, "acct", [(HERE.service, None)]) == nothing
+    theirs = {**nothing, "charged": (1, 20), "in_flight": (1, 1), "possibly": (1, 30), "other_keys": (5, 20)}
+    assert book.account_usage(since, "someone else", [(HERE.service, HERE.instance)]) == theirs
+
+
 def test_an_entry_says_whether_it_ended_is_unanswered_and_whose_it_is(book: Ledger) -> None:
     intent(book)
     book.started("k1", HERE, UUID, "succeeded", 5)
