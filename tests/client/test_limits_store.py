@@ -314,6 +314,20 @@ def test_a_failover_to_this_process_says_so() -> None:
     )
 
 
+def test_a_failover_warning_keeps_160_characters_of_the_failure() -> None:
+    """A store's error can be long (a server's whole answer): the warning keeps its first 160 characters,
+    its whitespace folded."""
+
+    class Long(Flaky):
+        def _act(self, what: str) -> Any:
+            raise OSError("x" * 150 + "\n" + "y" * 100)
+
+    store = Failover(Long(), SQLiteStore(":memory:"))
+    with pytest.warns(RuntimeWarning) as said:
+        store.pause(KEY, 1.0)
+    assert f"(OSError: {'x' * 150} {'y' * 9}); pacing" in str(said[0].message)
+
+
 # ----------------------------------------------------------------------------------- opening stores
 
 
