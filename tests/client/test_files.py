@@ -73,10 +73,12 @@ def test_an_odd_extension_never_reaches_a_name() -> None:
         (None, "https://cdn.test/a.py", "text/x-python", files.UNKNOWN),
         (None, "https://cdn.test/download?id=3", "video/webm", ".webm"),
         ("../x", "https://cdn.test/a.html", "text/html", files.UNKNOWN),
+        ("image", b"https://cdn.test/a.webp", None, ".png"),  # a URL that is not text says nothing
+        ("image", 5, "image/jpeg", ".jpg"),
     ],
 )
 def test_the_extension_comes_from_the_media_type(
-    kind: str | None, url: str, media_type: str | None, expected: str
+    kind: str | None, url: object, media_type: str | None, expected: str
 ) -> None:
     assert files.extension(kind, url, media_type) == expected
 

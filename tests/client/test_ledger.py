@@ -167,6 +167,15 @@ def test_a_refused_start_drops_its_intent_but_never_an_answered_start(book: Ledg
     assert {r["key"] for r in rows(book)} == {"k1", "k2"}
 
 
+def test_a_replayed_start_drops_its_intent_only(book: Ledger) -> None:
+    """A start the service answered with what was made before (elsewhere): nothing spent now, so its
+    intent leaves the ledger; another intent stays."""
+    intent(book, "k1")
+    intent(book, "k2")
+    book.replayed("k1", HERE)
+    assert [row["key"] for row in rows(book)] == ["k2"]
+
+
 def test_a_read_updates_the_row_of_its_resource_on_its_instance(book: Ledger) -> None:
     intent(book)
     book.started("k1", HERE, UUID, "processing", 5, credits_known=False)
