@@ -625,3 +625,21 @@ def test_a_burst_across_two_processes_through_redis_keeps_the_bound(redis: limit
     now = [b for b in booked if b[0] is not None]
     assert len(now) == 60 and all(b[0] == 0 and b[1] < 5.0 for b in now)  # at once (Redis's clock)
     assert sum(1 for b in booked if b[0] is None) == 20
+
+
+def test_a_redis_burst_goes_at_once_into_an_empty_window(redis: limits_store.RedisStore) -> None:
+    """The window's burst is read back with its stamps from Redis: three at once, none paced."""
+    three = [redis.reserve([[BURSTY]], margin=0.25) for _ in range(3)]
+    assert [(b.index, b.delay) for b in three] == [(0, 0.0)] * 3
+    assert len(members(redis, BURSTY)) == 3
+
+
+def test_a_redis_booking_never_slips_in_before_a_stamp_booked_ahead(redis: limits_store.RedisStore) -> None:
+    """A start booked ahead (its account's window paused) holds its key's window: a read of that key
+    asked for later waits a window after it (past half a window: asked for again), never before it."""
+    one = Window(scope_of("key", "https://service.example", "one"), 1, 60.0)
+    redis.pause(ACCOUNT, 20.0)
+    ahead = redis.reserve([[one, ACCOUNT]], margin=0.25)
+    assert ahead.index == 0 and 15.0 < ahead.delay <= 20.0
+    later = redis.reserve([[one]], margin=0.25)
+    assert later.index is None and len(members(redis, one)) == 1
