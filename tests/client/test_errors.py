@@ -176,6 +176,8 @@ def test_errors_made_here_say_who_made_them() -> None:
     refused = ValidationError("prompt is missing", field="prompt", sent=False)
     assert refused.status is None and str(refused) == "prompt is missing" and not refused.sent
     assert ValidationError("x").status == 400 and ValidationError("x").field is None
+    answered = {"error": {"message": "prompt is too long", "field": "prompt"}}
+    assert ValidationError("prompt is too long", field="prompt", body=answered).body == answered  # kept
     base = MediagenError("something")
     assert base.status is None and not base.retryable and base.message == "something"
     assert base._render_traceback_() == ["MediagenError: something"]

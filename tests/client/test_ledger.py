@@ -482,6 +482,16 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
     book.close()
 
 
+def test_a_wait_is_said_in_seconds_up_to_two_minutes_then_in_minutes() -> None:
+    assert [ledgers._duration(s) for s in (0.2, 90, 119.5, 120, 600)] == [
+        "0.2 s",
+        "90 s",
+        "119.5 s",
+        "2 min",
+        "10 min",
+    ]
+
+
 def test_a_lock_released_while_waiting_lets_the_write_through(tmp_path: Path) -> None:
     book = Ledger(tmp_path / "ledger.sqlite", lock_wait=30)
     holder = sqlite3.connect(book.path, isolation_level=None, timeout=0, check_same_thread=False)
