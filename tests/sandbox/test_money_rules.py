@@ -102,6 +102,14 @@ def test_a_refund_gives_back_to_the_months_the_credits_were_taken_in_latest_firs
     assert [e["kind"] for e in accounts.ledger] == ["charge", GRANT, "charge", "charge", "refund", "refund"]
 
 
+def test_a_refund_whose_charge_is_not_on_record_comes_off_this_month(accounts: Accounts) -> None:
+    caller = demo(accounts, cap=1000)
+    accounts.charge(caller, 10, "job", "j1")
+    accounts.refund(caller, 4, "job", "j2")  # no charge of j2 kept (a state saved before it)
+    assert caller.key is not None and caller.key.spent == {"2026-05": 6}
+    assert caller.account.balance == 3000 - 10 + 4
+
+
 def test_a_refund_of_a_token_s_or_the_app_s_run_moves_no_key(accounts: Accounts) -> None:
     account = accounts.account(DEMO_ACCOUNT)
     for caller in (Caller(account, None, token="tok_1", via=VIA_AGENT), Caller(account, None, via=VIA_APP)):
@@ -547,3 +555,17 @@ def test_a_key_authenticates_while_it_is_active_and_unexpired(accounts: Accounts
     with pytest.raises(ServiceError) as suspended:
         accounts.authenticate(f"Bearer {DEMO_KEY}")
     assert (suspended.value.status, suspended.value.message) == (403, messages.SUSPENDED)
+
+
+def test_a_state_kept_with_the_public_key_moves_it_to_the_owner_s_keeping_its_id(accounts: Accounts) -> None:
+    """The demo key's value becomes the owner's secret (what it started and spent stays its own); other
+    keys stay as they are; a key already the owner's moves nothing."""
+    other = demo(accounts, cap=1000).key
+    public = accounts.keys[DEMO_KEY]
+    accounts.unsaved = False
+    accounts.use_demo_key(DEMO_KEY)
+    assert accounts.keys[DEMO_KEY] is public and not accounts.unsaved
+    accounts.use_demo_key("sk_owner")
+    assert DEMO_KEY not in accounts.keys and accounts.keys["sk_owner"] is public and accounts.unsaved
+    assert public.id == "key_demo" and public.secret == "sk_owner"
+    assert other is not None and accounts.keys[other.secret] is other and other.id != "key_demo"
