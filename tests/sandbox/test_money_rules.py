@@ -145,6 +145,23 @@ def test_charges_survive_a_restart_so_a_refund_still_finds_its_months(clock: Man
     assert plain.key is None and plain.token == "tok_9" and plain.via == "api"
 
 
+def test_two_charges_of_one_month_are_both_read_back_after_a_restart(clock: ManualClock) -> None:
+    before = Accounts(clock)
+    caller = demo(before, cap=1000)
+    before.charge(caller, 10, "job", "j1")
+    before.charge(caller, 5, "job", "j1")  # May: 15 for j1
+    clock.advance(20 * DAY)
+    after = Accounts(clock)
+    after.restore(
+        [before.accounts[DEMO_ACCOUNT]],
+        [ApiKey.from_dict(k.to_dict()) for k in before.keys.values()],
+        [dict(e) for e in before.ledger],
+    )
+    key = next(k for k in after.keys.values() if k.name == "k")
+    after.refund(after.caller({"account": DEMO_ACCOUNT, "key": key.id}), 12, "job", "j1")
+    assert key.spent == {"2026-05": 3, "2026-06": 0}  # all 12 from May's 15
+
+
 def test_a_caller_is_kept_and_read_back_by_its_ids(accounts: Accounts) -> None:
     account = accounts.account(DEMO_ACCOUNT)
     key = accounts.keys[DEMO_KEY]
