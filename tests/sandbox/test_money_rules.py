@@ -9,6 +9,7 @@ Every test builds the parts on a manual clock; nothing is served.
 """
 
 import asyncio
+import time
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
@@ -100,6 +101,38 @@ def test_a_refund_gives_back_to_the_months_the_credits_were_taken_in_latest_firs
     assert key.spent == {"2026-05": 0, "2026-06": 5}
     assert caller.account.balance == 3000 + 3000 - 22 + 17  # June's plan credits were granted
     assert [e["kind"] for e in accounts.ledger] == ["charge", GRANT, "charge", "charge", "refund", "refund"]
+
+
+def test_a_month_s_grant_is_booked_for_the_plan_on_its_first_day_in_utc(
+    accounts: Accounts, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dated the first of the month in UTC whatever the machine's time zone."""
+    accounts.book_grants()
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        clock.advance(20 * DAY)  # into June
+        accounts.book_grants()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    grants = [e for e in accounts.ledger if e["kind"] == GRANT]
+    assert [
+        (g["at"], g["credits"], g["resource"], g["resourceId"], g["via"], g["keyId"]) for g in grants
+    ] == [("2026-06-01T00:00:00.000Z", 3000, "plan", "2026-06", VIA_PLAN, None)]
+
+
+def test_a_month_turn_is_kept_even_for_an_account_granted_nothing(
+    accounts: Accounts, clock: ManualClock
+) -> None:
+    account = accounts.account(DEMO_ACCOUNT)
+    account.plan = "creator"  # a plan without API credits
+    accounts.book_grants()
+    accounts.unsaved = False
+    clock.advance(20 * DAY)
+    accounts.book_grants()
+    assert account.granted_month == "2026-06" and accounts.unsaved  # saved, so not granted again
+    assert account.balance == 3000 and not [e for e in accounts.ledger if e["kind"] == GRANT]
 
 
 def test_a_refund_whose_charge_is_not_on_record_comes_off_this_month(accounts: Accounts) -> None:
