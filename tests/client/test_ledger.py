@@ -482,6 +482,23 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
     book.close()
 
 
+def test_a_ledger_that_waits_for_no_lock_says_locked_without_a_wait(tmp_path: Path) -> None:
+    book = Ledger(tmp_path / "ledger.sqlite", lock_wait=0)
+    holder = sqlite3.connect(book.path, isolation_level=None, timeout=0)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(LedgerError) as raised:
+            intent(book)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        book.close()
+    assert raised.value.message == (
+        f"ledger {book.path} is locked: another process holds it: let it finish, or use "
+        "another file (ledger= or MEDIAGEN_LEDGER)"
+    )
+
+
 def test_a_wait_is_said_in_seconds_up_to_two_minutes_then_in_minutes() -> None:
     assert [ledgers._duration(s) for s in (0.2, 90, 119.5, 120, 600)] == [
         "0.2 s",
