@@ -96,6 +96,13 @@ def test_a_refused_input_names_its_field(message: str, field: str) -> None:
     assert error.status == 400 and not error.retryable
 
 
+def test_a_refused_input_keeps_the_body_and_may_name_no_field() -> None:
+    error = answer(400, "prompt must be a string")
+    assert error.body == {"statusCode": 400, "message": "prompt must be a string", "error": "x"}
+    unnamed = answer(400, "'prompt' must be a string")  # no field at its start: none named
+    assert type(unnamed) is ValidationError and unnamed.field is None
+
+
 def test_a_message_that_only_mentions_a_rule_is_no_validation_error() -> None:
     assert type(answer(400, "The model must rest")) is BadRequestError  # "must be", "must have" name a rule
     assert type(answer(400, "Clip selection is out of range")) is BadRequestError
@@ -134,12 +141,13 @@ def test_whose_rate_limit_and_which_cap() -> None:
     [
         (b'"Too many generations"', "Too many generations", "Too many generations"),  # 429s: a JSON string
         (b"<html>Bad gateway</html>", "<html>Bad gateway</html>", "<html>Bad gateway</html>"),  # not JSON
+        (b"<p>\xff gateway</p>", "<p>\ufffd gateway</p>", "<p>\ufffd gateway</p>"),  # not UTF-8 either
         (b"", "HTTP 502", None),
         (b'{"detail": "x"}', '{"detail": "x"}', {"detail": "x"}),  # no message: the whole object
         (b'{"message": 5}', '{"message": 5}', {"message": 5}),
         (b"[" * 100_000 + b"]" * 100_000, None, None),  # nested past what Python parses: the raw text
     ],
-    ids=["string", "html", "empty", "no-message", "message-not-text", "deep"],
+    ids=["string", "html", "not-utf8", "empty", "no-message", "message-not-text", "deep"],
 )
 def test_the_message_is_read_from_any_body(raw: bytes, message: str | None, body: Any) -> None:
     error = from_response(502, raw)

@@ -62,8 +62,9 @@ def test_run_and_job_ids_are_short_tokens(kind: str, wrong: str) -> None:
 @pytest.mark.parametrize("wrong", [None, 5, ["a"], b"3f0c2a7e"])
 def test_an_id_that_is_not_text_is_refused(wrong: Any) -> None:
     assert not is_id(wrong, "run")
-    with pytest.raises(ValidationError, match="generation id must be a string"):
+    with pytest.raises(ValidationError, match="generation id must be a string") as raised:
         checked_id(wrong, "generation")
+    assert raised.value.field == "id" and raised.value.sent is False
 
 
 def test_a_resource_s_own_id_is_taken_from_it() -> None:
