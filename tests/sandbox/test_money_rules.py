@@ -9,6 +9,7 @@ Every test builds the parts on a manual clock; nothing is served.
 """
 
 import asyncio
+import re
 import time
 from collections import Counter
 from datetime import datetime, timezone
@@ -619,3 +620,15 @@ def test_a_state_kept_with_the_public_key_moves_it_to_the_owner_s_keeping_its_id
     assert DEMO_KEY not in accounts.keys and accounts.keys["sk_owner"] is public and accounts.unsaved
     assert public.id == "key_demo" and public.secret == "sk_owner"
     assert other is not None and accounts.keys[other.secret] is other and other.id != "key_demo"
+
+
+def test_a_new_key_has_an_unguessable_secret_and_its_own_id_and_creation_time(
+    accounts: Accounts, clock: ManualClock
+) -> None:
+    """24 random bytes of secret (32 URL-safe characters), 6 of id; the time it was made, kept."""
+    made = accounts.create_key({"name": "k"})
+    assert re.fullmatch(r"pk_live_[A-Za-z0-9_-]{32}", made.secret) and re.fullmatch(
+        r"key_[0-9a-f]{12}", made.id
+    )
+    clock.advance(DAY)
+    assert made.public(accounts.clock)["createdAt"] == "2026-05-15T12:00:00.000Z"
