@@ -398,6 +398,23 @@ async def test_an_answer_is_recorded_in_the_start_s_own_ledger_and_its_reads_too
     assert not own_ledger.exists() or rows(own_ledger) == []
 
 
+async def test_a_start_resumed_by_another_client_has_its_reads_recorded_in_its_own_ledger(
+    async_client: AsyncClient, sandbox: Sandbox, tmp_path: Path, own_ledger: Path
+) -> None:
+    """A re-run in a new process (a new client) resumes the start from its ledger: what it then reads
+    (the start ending) is written there, not into the default ledger; charged once."""
+    chosen = str(tmp_path / "chosen.sqlite")
+    started = await async_client.run(MODEL, INPUT, reuse=True, ledger=chosen)
+    async with AsyncClient.for_sandbox(sandbox) as later:
+        resumed = await later.run(MODEL, INPUT, reuse=True, ledger=chosen)
+        assert resumed.id == started.id and resumed.reused
+        await later.wait(resumed)
+    [row] = rows(Path(chosen))
+    assert row["status"] == "succeeded" and row["resource_id"] == started.id
+    assert not own_ledger.exists() or rows(own_ledger) == []
+    assert charged(sandbox) == PRICE
+
+
 async def test_a_failed_run_is_given_back_to_the_budget_once_read(
     async_client: AsyncClient, sandbox: Sandbox
 ) -> None:
