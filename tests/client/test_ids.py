@@ -55,8 +55,19 @@ def test_ids_of_their_form_pass_as_they_are(kind: str) -> None:
 @pytest.mark.parametrize("wrong", NOT_TOKENS)
 def test_run_and_job_ids_are_short_tokens(kind: str, wrong: str) -> None:
     assert not is_id(wrong, kind)
-    with pytest.raises(ValidationError, match=f"Invalid {kind} id"):
+    with pytest.raises(ValidationError, match=f"Invalid {kind} id") as raised:
         checked_id(wrong, kind)
+    assert raised.value.field == "id" and raised.value.sent is False and raised.value.status is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"), [("generation", "is not a UUID (use"), ("run", "(use"), ("job", "(use")]
+)
+def test_a_refused_id_is_quoted_in_80_characters(kind: str, says: str) -> None:
+    long = "../" + "x" * 200
+    with pytest.raises(ValidationError) as raised:
+        checked_id(long, kind)
+    assert raised.value.message == f"Invalid {kind} id: {long[:80]!r} {says} the id its start returned)"
 
 
 @pytest.mark.parametrize("wrong", [None, 5, ["a"], b"3f0c2a7e"])
@@ -65,6 +76,7 @@ def test_an_id_that_is_not_text_is_refused(wrong: Any) -> None:
     with pytest.raises(ValidationError, match="generation id must be a string") as raised:
         checked_id(wrong, "generation")
     assert raised.value.field == "id" and raised.value.sent is False
+    assert raised.value.message == f"generation id must be a string, not {type(wrong).__name__}"
 
 
 def test_a_resource_s_own_id_is_taken_from_it() -> None:
