@@ -10,6 +10,7 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from mediagen_nb.client import (
     ValidationError,
     budget,
     idempotency,
+    starts,
 )
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.context import PROCESS
@@ -413,6 +415,16 @@ async def test_a_start_resumed_by_another_client_has_its_reads_recorded_in_its_o
     assert row["status"] == "succeeded" and row["resource_id"] == started.id
     assert not own_ledger.exists() or rows(own_ledger) == []
     assert charged(sandbox) == PRICE
+
+
+def test_a_created_at_is_read_only_when_it_says_its_zone() -> None:
+    """A replay is told by the answer's ``createdAt`` against when the start was sent: a time without a
+    zone, or no time, says nothing (never a guess in the machine's zone)."""
+    noon = datetime(2026, 5, 15, 12, tzinfo=timezone.utc).timestamp()
+    assert starts._instant("2026-05-15T12:00:00.000Z") == noon
+    assert starts._instant("2026-05-15T14:00:00+02:00") == noon
+    for unreadable in ("2026-05-15T12:00:00", "", "yesterday", None, 5):
+        assert starts._instant(unreadable) is None  # type: ignore[arg-type]
 
 
 async def test_a_failed_run_is_given_back_to_the_budget_once_read(
