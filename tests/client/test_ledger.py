@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from mediagen_nb.client import assemble
+from mediagen_nb.client import assemble, processes
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import Where
 from mediagen_nb.client.context import PROCESS
@@ -246,6 +246,28 @@ def test_lookup_prefers_this_instance_then_the_newest(book: Ledger) -> None:
     assert book.lookup("nope", HERE) is None
 
 
+def test_the_start_of_a_resource_is_found_on_its_service(book: Ledger) -> None:
+    intent(book, "k1")
+    book.started("k1", HERE, "id-1", "succeeded", 5)
+    intent(book, "k2", where=THERE)
+    book.started("k2", THERE, "id-2", "succeeded", 5)
+    found = [book.of_resource(resource_id, HERE) for resource_id in ("id-1", "id-2", "id-3")]
+    assert [entry.key if entry else None for entry in found] == ["k1", "k2", None]
+    elsewhere = Where("https://another.example", HERE.instance, "acct")
+    assert book.of_resource("id-1", elsewhere) is None
+
+
+def test_an_answer_makes_the_start_this_process_s_unless_it_was_a_replay(book: Ledger) -> None:
+    for key in ("made", "replayed"):
+        intent(book, key)
+    with sqlite3.connect(book.path) as db:
+        db.execute("UPDATE starts SET owner='another process'")  # intents another process wrote
+    book.started("made", HERE, "id-1", "succeeded", 5)
+    book.started("replayed", HERE, "id-2", "succeeded", 0, made=False)
+    owners = {row["key"]: row["owner"] for row in rows(book)}
+    assert owners == {"made": processes.me(), "replayed": "another process"}
+
+
 def test_entries_reads_many_keys_at_once(book: Ledger) -> None:
     keys = [f"k{n}" for n in range(1203)]  # more than one chunk of 500
     for key in keys[::2]:
@@ -471,6 +493,7 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
         assert book._busy == 0 and "waiting" not in capsys.readouterr().err  # at once: SQLite waits no more
         assert book.lookup("k1", HERE) is None  # reads go on under another's write lock
         assert book.latest("a1", HERE) is None and book.usage(0, HERE.service) == []
+        assert book.of_resource("id-k1", HERE) is None
         assert book._stuck  # ... and lift nothing: the next write still fails at once
     finally:
         holder.execute("ROLLBACK")
