@@ -494,6 +494,7 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
         assert book.lookup("k1", HERE) is None  # reads go on under another's write lock
         assert book.latest("a1", HERE) is None and book.usage(0, HERE.service) == []
         assert book.of_resource("id-k1", HERE) is None
+        assert book.account_usage(0, "acct", [(HERE.service, None)])["charged"] == (0, 0)
         assert book._stuck  # ... and lift nothing: the next write still fails at once
     finally:
         holder.execute("ROLLBACK")
