@@ -488,10 +488,11 @@ class Ledger:
         return found
 
     def of_resource(self, resource_id: str, where: Where) -> Entry | None:
-        """The start that made ``resource_id`` (a generation, analysis, run or job) on this service."""
+        """The start that made ``resource_id`` (a generation, analysis, run or job) on this service: this
+        instance's row first, as :meth:`lookup` prefers it, then the newest."""
         rows = self._run(
             f"SELECT {COLUMNS} FROM starts WHERE service=? AND resource_id=? "
-            "ORDER BY instance=?, started_at DESC LIMIT 1",
+            "ORDER BY instance=? DESC, started_at DESC LIMIT 1",
             (where.service, resource_id, where.instance),
             write=False,
         )

@@ -257,6 +257,19 @@ def test_the_start_of_a_resource_is_found_on_its_service(book: Ledger) -> None:
     assert book.of_resource("id-1", elsewhere) is None
 
 
+def test_the_start_of_a_resource_prefers_this_instance_then_the_newest(book: Ledger) -> None:
+    """A resource's start held by this instance and by another (the same service spelt two ways, an
+    adopted copy): this instance's row, as ``lookup`` prefers it, whichever was written last."""
+    intent(book, "mine")
+    book.started("mine", HERE, "id-1", "succeeded", 5)
+    intent(book, "theirs", where=THERE)
+    book.started("theirs", THERE, "id-1", "succeeded", 5)
+    found = book.of_resource("id-1", HERE)
+    assert found is not None and (found.key, found.instance) == ("mine", HERE.instance)
+    there = book.of_resource("id-1", THERE)
+    assert there is not None and (there.key, there.instance) == ("theirs", THERE.instance)
+
+
 def test_an_answer_makes_the_start_this_process_s_unless_it_was_a_replay(book: Ledger) -> None:
     for key in ("made", "replayed"):
         intent(book, key)
