@@ -139,8 +139,11 @@ async def test_analysis_goes_ready_with_every_field(api: httpx.AsyncClient, sand
     assert [(e["kind"], e["credits"]) for e in entries(sandbox, data["analysisId"])] == [("charge", 5)]
     where = path("analysis", id=data["analysisId"])
     reads = await poll(api, where, lambda d: d["status"] != "analyzing")
-    first, last = reads[0], reads[-1]
-    assert first["status"] == "analyzing" and first["blueprint"] is None and first["clipCount"] is None
+    last = reads[-1]
+    # A read while it analyzes has no blueprint yet (on a loaded machine even the first read may come
+    # after it ended: the start's own answer above is the analyzing state every time).
+    during = [read for read in reads if read["status"] == "analyzing"]
+    assert all(read["blueprint"] is None and read["clipCount"] is None for read in during)
     assert set(last) == {
         "analysisId", "status", "title", "durationSeconds", "clipCount", "sourceUrl",
         "videoUrl", "posterUrl", "blueprint", "error",
