@@ -213,15 +213,19 @@ class SharedBudget:
     def _holds(self) -> Holds:
         return holds(self._url)
 
+    def _where(self) -> str:
+        """Where the holds are kept, as the messages name it (the URL, else the machine's file)."""
+        return _without_password(self._url or settings.limits_url() or str(settings.limits_path()))
+
     def hold(self, credits: Mapping[str, int], what: str) -> None:
         """Hold every row's credits (by Idempotency-Key) or none; BudgetExceeded (nothing sent) when they
         do not fit, or when the store cannot answer."""
-        store = self._holds()
         try:
+            store = self._holds()
             already = store.hold(self.name, self.limit, credits)
         except Exception as exc:  # sqlite3, redis or OS errors: an unchecked start is never made
             raise BudgetExceeded(
-                f"max_credits: the run's budget at {store.where} cannot be read ({type(exc).__name__}: "
+                f"max_credits: the run's budget at {self._where()} cannot be read ({type(exc).__name__}: "
                 f"{exc}); nothing was started"
             ) from None
         if already is not None:

@@ -93,6 +93,16 @@ def test_a_store_that_cannot_answer_starts_nothing(tmp_path: Path) -> None:
         run.hold({"a": 1}, "a batch")
 
 
+def test_a_store_that_cannot_be_opened_starts_nothing_and_says_where(tmp_path: Path) -> None:
+    """The file cannot be opened (here its folder is a file; in CI once, "disk I/O error"): a refusal that
+    names the place, never a bare sqlite3 error."""
+    (tmp_path / "a-file").write_text("")
+    run = SharedBudget("run", 10, url=f"sqlite://{tmp_path / 'a-file' / 'limits.sqlite'}")
+    where = r"budget at sqlite://.*a-file/limits.sqlite cannot be read .*nothing was started"
+    with pytest.raises(BudgetExceeded, match=where):
+        run.hold({"a": 1}, "a batch")
+
+
 def test_a_budget_kept_in_one_process_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.ENV_LIMITS_URL, "memory")
     with pytest.raises(ConfigurationError, match="each process would keep a budget of its own"):
