@@ -140,27 +140,36 @@ def test_two_processes_on_one_key_share_its_window(service: Sandbox, tmp_path: P
 
 
 OPEN = """
-import sys, time
+import sys
 from mediagen_nb.client.limits_store import SQLiteStore
-go = float(sys.argv[2])
-while time.time() < go:
-    pass
+print("ready", flush=True)
+sys.stdin.readline()
 SQLiteStore(sys.argv[1])
 """
 
 
 def test_processes_opening_a_new_limits_file_at_once_all_share_it(tmp_path: Path) -> None:
-    """A new file is switched to WAL by whoever comes first; the others wait, none paces alone."""
+    """A new file is switched to WAL by whoever comes first; the others wait, none paces alone. Four
+    processes, ready and blocked on a read, are let go by one write each (they spun on the clock for
+    a second before: 14 CPU-s for the five rounds)."""
     for attempt in range(5):
-        shared, go = tmp_path / f"{attempt}.sqlite", time.time() + 1.0
+        shared = tmp_path / f"{attempt}.sqlite"
         started = [
             subprocess.Popen(
-                [sys.executable, "-W", "error", "-c", OPEN, str(shared), str(go)],
+                [sys.executable, "-W", "error", "-c", OPEN, str(shared)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
             for _ in range(4)
         ]
+        for process in started:
+            assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        for process in started:
+            assert process.stdin is not None
+            process.stdin.write("go\n")
+            process.stdin.flush()
         for process in started:
             _, err = process.communicate(timeout=60)
             assert process.returncode == 0, err[-2000:]
