@@ -210,7 +210,4 @@ def test_only_the_assembler_reads_the_process_state() -> None:
             for n in ast.walk(ast.parse(path.read_text()))
         )
     )
-    # Still to move (issue 36): the preview choices and the upload records, read from the reprs and the
-    # upload path, which no collaborator reaches yet. No module may join them.
-    not_yet = ["client/html.py", "client/previews.py", "client/uploads.py"]
-    assert naming == sorted(["client/assemble.py", "client/context.py", *not_yet])
+    assert naming == ["client/assemble.py", "client/context.py"]

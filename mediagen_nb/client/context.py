@@ -1,14 +1,16 @@
-"""What one process shares, in one place: its connection, ledgers, budget, preview choices and uploads.
+"""What one process shares, in one place: its connection, ledgers, limits stores, budget and agent tokens.
 
 The client's assembler (:mod:`.assemble`) reads it and hands each part to what uses it; the public
-functions that own each part (``mediagen_nb.use``, ``budget``, ``preview_mode``, ``uploads`` ...)
-change it, never another module's globals. Settings read from the environment are :mod:`.settings`'.
+functions that own each part (``mediagen_nb.use``, ``budget`` ...) change it, never another module's
+globals. Two choices that concern one module each are kept by it: the preview mode and width
+(:mod:`.previews`) and what was uploaded where (:mod:`.uploads`). Settings read from the environment
+are :mod:`.settings`'.
 """
 
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from mediagen_nb.client.clients import AsyncClient, Client
@@ -16,18 +18,6 @@ if TYPE_CHECKING:
     from mediagen_nb.client.ledger import Ledger
     from mediagen_nb.client.limits_store import Store
     from mediagen_nb.client.spending import Budget
-
-RESULT_WIDTH = 320  # px of a result's media when none is given (%config MediagenMagics.preview_width)
-
-
-@dataclass
-class Uploaded:
-    """What this process has put where the service can read it, so a file goes up once."""
-
-    digests: dict[tuple[str, int, int], str] = field(default_factory=dict)  # (path, size, mtime) -> sha256
-    urls: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)  # place -> (URL, until)
-    sources: dict[str, str] = field(default_factory=dict)  # URL handed out -> the file's content name
-    sent: int = 0  # uploads really sent (the same file twice counts once)
 
 
 @dataclass
@@ -40,11 +30,6 @@ class Context:
     budget: "Budget | None" = None  # the session budget (None: read from the environment on use)
     ledgers: "dict[Path, Ledger]" = field(default_factory=dict)  # every ledger file opened, once each
     stores: "dict[str, Store]" = field(default_factory=dict)  # where the limiters' windows are shared
-    preview_mode: str | None = None  # preview_mode(...): None follows MEDIAGEN_PREVIEW
-    result_width: int = RESULT_WIDTH  # preview_width(...)
-    inlined: dict[str, str | None] = field(default_factory=dict)  # media URL -> its data: URI, read once
-    upload_target: Any = None  # uploads(...): (fsspec URL or function, StorageOptions), or None
-    uploaded: Uploaded = field(default_factory=Uploaded)
     told: set[str] = field(default_factory=set)  # topics of the lines said once per process
     agent_tokens: "dict[str, Secret]" = field(default_factory=dict)  # agent server URL -> its signed-in token
     notices: TextIO | None = None  # where notice() writes (None: standard output); see notices_to()

@@ -10,7 +10,6 @@ from html import escape
 from urllib.parse import urlsplit
 
 from mediagen_nb.client import previews
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.protocol.documents import KINDS
 from mediagen_nb.protocol.formats import kind_of_url
 
@@ -36,7 +35,7 @@ def safe_url(url: object) -> str | None:
 
 def media(url: object, kind: str | None, *, width: int | None = None) -> str:
     """An ``<img>``, ``<video controls>`` or ``<audio controls>`` for ``url``; a plain link otherwise."""
-    width = PROCESS.result_width if width is None else width
+    width = previews.width() if width is None else width
     src = safe_url(url)
     if src is None:
         return ""

@@ -18,11 +18,11 @@ Only loopback URLs are ever rewritten: the service's https URLs are public and a
 
 import base64
 import importlib.util
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from mediagen_nb.client import settings
 from mediagen_nb.client.config import on_this_machine
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import MAX_MEDIA, fetch
 from mediagen_nb.protocol.formats import MEDIA_TYPES
@@ -31,23 +31,42 @@ from mediagen_nb.protocol.schema import url_extension
 MODES = settings.PREVIEW_MODES
 INLINE_LIMIT = 4 * 2**20  # bytes of one audio or video inlined; images are always small enough
 MIME = {"image": "image/png", "audio": "audio/wav", "video": "video/mp4"}
+RESULT_WIDTH = 320  # px of a result's media when none is given (%config MediagenMagics.preview_width)
+
+
+@dataclass
+class Choices:
+    """This process's preview choices, kept here, where they are made and read (as pandas keeps its
+    display options with them): the mode, the width, and each loopback media URL inlined once."""
+
+    mode: str | None = None  # preview_mode(...): None follows MEDIAGEN_PREVIEW
+    width: int = RESULT_WIDTH  # preview_width(...)
+    inlined: dict[str, str | None] = field(default_factory=dict)  # media URL -> its data: URI, read once
+
+
+CHOICES = Choices()
 
 
 def preview_mode(mode: str | None = None) -> str:
     """Set the mode for this process (None: back to ``MEDIAGEN_PREVIEW``); return the one in force."""
     if mode is not None and mode not in MODES:
         raise ValueError(f"preview mode {mode!r}: use one of {', '.join(MODES)}")
-    PROCESS.preview_mode = mode
+    CHOICES.mode = mode
     return _resolved()
 
 
 def preview_width(width: int) -> None:
     """Pixels of a result's media when none is given (``%config MediagenMagics.preview_width``)."""
-    PROCESS.result_width = int(width)
+    CHOICES.width = int(width)
+
+
+def width() -> int:
+    """Pixels of a result's media when none is given."""
+    return CHOICES.width
 
 
 def _resolved() -> str:
-    mode = PROCESS.preview_mode or settings.preview()
+    mode = CHOICES.mode or settings.preview()
     if mode == "auto" and settings.on_colab():
         return "inline"
     if mode == "auto":
@@ -75,7 +94,7 @@ def shown(url: str, kind: str | None) -> str:
 
 def _inline(url: str, kind: str | None) -> str | None:
     """``url`` as a data: URI (read once per process), or None when too large or unreadable."""
-    inlined = PROCESS.inlined
+    inlined = CHOICES.inlined
     if url not in inlined:
         try:
             data = fetch(url, timeout=30, limit=MAX_MEDIA if kind == "image" else INLINE_LIMIT)

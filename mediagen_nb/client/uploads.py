@@ -22,6 +22,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -30,7 +31,6 @@ import httpx
 
 from mediagen_nb.client import errors, media, settings
 from mediagen_nb.client.config import on_this_machine
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.settings import ENV_UPLOAD_URL
 
 LARGE = 8 * 2**20  # bytes from which an upload shows a progress bar
@@ -92,7 +92,20 @@ def _texts(value: Any, *, every: bool) -> Iterator[str]:
         yield value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
-_lock = threading.Lock()  # guards what this process uploaded (PROCESS.uploaded) and its target
+@dataclass
+class Uploaded:
+    """What this process has put where the service can read it, so a file goes up once, and where files
+    go (:func:`uploads`): kept here, the one module that reads and writes it."""
+
+    target: "tuple[Target, StorageOptions] | None" = None  # uploads(...): (fsspec URL or function, options)
+    digests: dict[tuple[str, int, int], str] = field(default_factory=dict)  # (path, size, mtime) -> sha256
+    urls: dict[tuple[str, str, str], tuple[str, float]] = field(default_factory=dict)  # place -> (URL, until)
+    sources: dict[str, str] = field(default_factory=dict)  # URL handed out -> the file's content name
+    sent: int = 0  # uploads really sent (the same file twice counts once)
+
+
+UPLOADED = Uploaded()
+_lock = threading.Lock()  # guards UPLOADED
 
 
 def uploads(target: Target | None, **options: Any) -> None:
@@ -107,7 +120,7 @@ def uploads(target: Target | None, **options: Any) -> None:
             f"not {held.mask(str(target))[:80]!r}"
         )
     with _lock:
-        PROCESS.upload_target = None if target is None else (target, held)
+        UPLOADED.target = None if target is None else (target, held)
 
 
 def local_file(value: Any) -> Path | None:
@@ -164,7 +177,7 @@ def digest(path: Path) -> str:
     stat = path.stat()
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     with _lock:
-        known = PROCESS.uploaded.digests.get(key)
+        known = UPLOADED.digests.get(key)
     if known is None:
         sha = hashlib.sha256()
         with path.open("rb") as file:
@@ -172,7 +185,7 @@ def digest(path: Path) -> str:
                 sha.update(block)
         known = sha.hexdigest()
         with _lock:
-            PROCESS.uploaded.digests[key] = known
+            UPLOADED.digests[key] = known
     return known
 
 
@@ -202,7 +215,7 @@ def upload(
     """
     found = checked_file(field, path, kind)
     with _lock:
-        chosen: tuple[Target, StorageOptions] | None = PROCESS.upload_target
+        chosen: tuple[Target, StorageOptions] | None = UPLOADED.target
     configured = settings.upload_url()
     if chosen is None and configured:
         chosen = (configured, StorageOptions({}))
@@ -223,19 +236,19 @@ def upload(
     options = chosen[1]
     place = (destination, options.fingerprint, name)  # each file goes up once
     with _lock:
-        url, until = PROCESS.uploaded.urls.get(place, ("", 0.0))
+        url, until = UPLOADED.urls.get(place, ("", 0.0))
     if time.time() < until:
         return url
     # Signed again halfway through its life: a URL handed out is always good for days.
     url, until = _to_storage(destination, options, name, path), time.time() + PRESIGN_SECONDS / 2
     with _lock:
-        PROCESS.uploaded.urls[place] = (url, until)
+        UPLOADED.urls[place] = (url, until)
     return _handed_out(url, name)
 
 
 def _handed_out(url: str, name: str) -> str:
     with _lock:
-        PROCESS.uploaded.sources[url] = name
+        UPLOADED.sources[url] = name
     return url
 
 
@@ -247,7 +260,7 @@ def stable(value: Any) -> Any:
     """
     if isinstance(value, str):
         with _lock:
-            name = PROCESS.uploaded.sources.get(value)
+            name = UPLOADED.sources.get(value)
         return value if name is None else f"upload:{name}"
     if isinstance(value, Mapping):
         return {key: stable(item) for key, item in value.items()}
@@ -258,7 +271,7 @@ def stable(value: Any) -> Any:
 
 def _count_sent() -> None:
     with _lock:
-        PROCESS.uploaded.sent += 1
+        UPLOADED.sent += 1
 
 
 def _chunks(path: Path) -> Iterator[bytes]:

@@ -19,7 +19,7 @@ from _shared import wav
 
 from mediagen_nb.batch.cli import main
 from mediagen_nb.client import settings
-from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.uploads import UPLOADED
 
 if TYPE_CHECKING:
     from conftest import Service
@@ -52,7 +52,7 @@ def face(service: Service, target: Path) -> Path:
 
 
 def nothing_sent(service: Service, before: int) -> None:
-    assert PROCESS.uploaded.sent == before
+    assert UPLOADED.sent == before
     assert service.sandbox.world.uploads.stored() == []
     assert service.ledger() == []
 
@@ -62,7 +62,7 @@ def test_a_credentials_file_in_a_frame_is_never_uploaded_even_by_an_estimate(
 ) -> None:
     talk = voice(home / "project" / "talk.wav", 4)
     frame = pd.DataFrame({"image": ["~/.config/gcloud/credentials.json"], "audio": [str(talk)]})
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
     priced = frame.mediagen.estimate("infinitetalk", client=service.client, show=False)
     error = priced["error"][0]
     assert pd.isna(priced["credits"][0])
@@ -88,7 +88,7 @@ def test_a_media_file_outside_the_working_folder_needs_its_folder_allowed(
     inside = face(service, home / "project" / "faces" / "me.png")
     talk = voice(elsewhere / "talk.wav", 6)
     frame = pd.DataFrame({"image": [str(image), "faces/me.png"], "audio": [str(talk), str(talk)]})
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
     priced = frame.mediagen.estimate("infinitetalk", client=service.client, show=False, resolution="480p")
     assert [e.split(" is outside")[0] for e in priced["error"]] == [
         f"image: {str(image)!r}",
@@ -113,7 +113,7 @@ def test_a_media_file_outside_the_working_folder_needs_its_folder_allowed(
     assert list(done["status"]) == ["succeeded", "succeeded"]
     charged = service.charges()
     assert [service.net_spent(), len(charged)] == [24, 2]  # each charge equals its estimate
-    assert PROCESS.uploaded.sent - before == 2  # the two faces are the same bytes: one upload, and the voice
+    assert UPLOADED.sent - before == 2  # the two faces are the same bytes: one upload, and the voice
     assert inside.exists()
 
 
@@ -132,7 +132,7 @@ def test_a_symlink_into_another_folder_is_judged_where_it_leads(
 def test_the_polars_accessor_follows_the_same_rule(service: Service, home: Path) -> None:
     pl = pytest.importorskip("polars")
     frame = pl.DataFrame({"text": ["Hello"], "audio": ["~/.config/gcloud/credentials.json"]})
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
     priced = frame.mediagen.estimate("zonos2", client=service.client, show=False)
     assert priced["error"][0].startswith(
         f"audio: {str(home / '.config/gcloud/credentials.json')!r} is outside "
@@ -160,7 +160,7 @@ def test_a_sweep_sends_only_files_beside_its_sheet_or_from_files_from(
     other = voice(tmp_path / "recordings" / "b.wav", 20)
     sheet = tmp_path / "sheets" / "voices.csv"
     sheet.write_text(f"text,audio\nOne,{beside}\nTwo,{other}\n")
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
 
     code = main([str(sheet), "--model=zonos2", "--estimate"])
     out, err = capsys.readouterr()
@@ -173,7 +173,7 @@ def test_a_sweep_sends_only_files_beside_its_sheet_or_from_files_from(
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "zonos2 on " in out and ": 15 credits for 2 rows" in out  # 5 + 10, measured before the run
-    assert service.net_spent() == 15 and PROCESS.uploaded.sent - before == 2
+    assert service.net_spent() == 15 and UPLOADED.sent - before == 2
 
     code = main([str(sheet), "--model=zonos2", "--files-from=nowhere"])
     assert (

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from mediagen_nb.client import AsyncClient, Limits, idempotency
-from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.idempotency import SINGLE, SWEEP, ask, derive
+from mediagen_nb.client.uploads import UPLOADED
 from mediagen_nb.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
@@ -107,7 +107,7 @@ def test_a_local_file_counts_by_its_content_not_the_url_it_was_put_at(
 ) -> None:
     """Uploaded files get a new (presigned) URL each time: the key follows the file's content name."""
     sources = {"https://store.example/a?sig=1": "sha256-abc", "https://store.example/a?sig=2": "sha256-abc"}
-    monkeypatch.setattr(PROCESS.uploaded, "sources", sources)
+    monkeypatch.setattr(UPLOADED, "sources", sources)
     first = key_of(
         input={"image": "https://store.example/a?sig=1", "others": ["https://store.example/a?sig=2"]}
     )

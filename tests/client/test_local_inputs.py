@@ -34,7 +34,7 @@ from mediagen_nb.client import (
     settings,
     uploads,
 )
-from mediagen_nb.client.context import PROCESS
+from mediagen_nb.client.uploads import UPLOADED
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
@@ -68,7 +68,7 @@ def test_a_path_and_a_string_path_are_uploaded_once_and_billed_by_their_length(
     client: Client, served: Sandbox, tmp_path: Path
 ) -> None:
     short, long = voice(tmp_path, 20), voice(tmp_path, 40)
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
     twenty = client.estimate("zonos2", text="Hello there", audio=short)  # a Path
     forty = client.estimate("zonos2", text="Hello there", audio=str(long))  # a string path
     assert twenty.credits == 10 and forty.credits == 20  # 0.5 credits a second of each file
@@ -77,7 +77,7 @@ def test_a_path_and_a_string_path_are_uploaded_once_and_billed_by_their_length(
     assert charges(served)[made.id] == twenty.credits
     sent = served.world.generations.items[made.id].input["audio"]
     assert sent.endswith(f"/{uploads.name_of(short)}") and sent.endswith(".wav")  # content-addressed
-    assert PROCESS.uploaded.sent - before == 1  # estimates measure here and upload nothing; the run uploads
+    assert UPLOADED.sent - before == 1  # estimates measure here and upload nothing; the run uploads
     again = client.generate("zonos2", text="Hello there", audio=short, reuse=True)
     assert again.id == made.id and again.reused  # the same file is the same input: the same key
 
@@ -134,15 +134,15 @@ def test_a_path_column_of_a_sweep(served: Sandbox, tmp_path: Path) -> None:
         limits=Limits(time_scale=SCALE),
         ledger=str(tmp_path / "l.db"),
     )
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
     priced = rows.mediagen.estimate("zonos2", client=client, show=False, allow_files_from=tmp_path)
     assert list(priced["credits"]) == [10, 15, 10]
-    assert PROCESS.uploaded.sent == before  # measured here: an estimate uploads nothing
+    assert UPLOADED.sent == before  # measured here: an estimate uploads nothing
     done = rows.mediagen.run("zonos2", client=client, progress=False, allow_files_from=tmp_path)
     assert list(done["status"]) == ["succeeded"] * 3
     charged = charges(served)
     assert [charged[g] for g in done["generation_id"]] == [10, 15, 10]
-    assert PROCESS.uploaded.sent - before == 2  # three rows, two files
+    assert UPLOADED.sent - before == 2  # three rows, two files
     assert all(str(u["audio"]).endswith(".wav") for u in done["input"])
 
 
@@ -179,12 +179,12 @@ def test_s3_files_are_read_by_the_service_through_a_presigned_url(
 ) -> None:
     uploads.uploads("s3://voices/inputs", **s3["options"])
     sample = voice(tmp_path, 20)
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
     made = client.generate("zonos2", text="Hello from S3", audio=sample)
     again = client.estimate("zonos2", text="Hello again", audio=sample)  # the same file: no new upload
     assert made.status == "succeeded" and again.credits == 10
     assert charges(served)[made.id] == 10  # the sandbox downloaded the presigned URL and measured 20 s
-    assert PROCESS.uploaded.sent - before == 1
+    assert UPLOADED.sent - before == 1
     listed = (
         s3["boto3"]
         .client(
@@ -206,8 +206,8 @@ def test_a_rerun_after_a_restart_reuses_the_generation_made_from_an_s3_file(
     uploads.uploads("s3://voices/inputs", **s3["options"])
     sample = voice(tmp_path, 20)
     made = client.run("zonos2", {"text": "Hello, once", "audio": sample}, reuse=True)
-    monkeypatch.setattr(PROCESS.uploaded, "urls", {})  # a new kernel: nothing remembered, signed again
-    monkeypatch.setattr(PROCESS.uploaded, "sources", {})
+    monkeypatch.setattr(UPLOADED, "urls", {})  # a new kernel: nothing remembered, signed again
+    monkeypatch.setattr(UPLOADED, "sources", {})
     import botocore.auth  # s3fs signs with botocore: its clock, a second on
 
     signed_now = botocore.auth.get_current_datetime
@@ -245,7 +245,7 @@ def test_only_media_of_the_fields_kind_is_sent_judged_by_content(
     secret_file.write_text('{"client_secret": "s3cr3t-value"}')
     face = tmp_path / "face.png"
     face.write_bytes(httpx.get(f"{served.base_url}{path('sandbox_samples', name='face.png')}").content)
-    before = PROCESS.uploaded.sent
+    before = UPLOADED.sent
     with pytest.raises(ValidationError, match=r"audio: .*voice\.wav' is not media, and only an audio file"):
         client.generate("zonos2", text="Hello", audio=secret_file)
     with pytest.raises(ValidationError, match=r"audio: .*voice\.wav' is not media") as refused:
@@ -255,7 +255,7 @@ def test_only_media_of_the_fields_kind_is_sent_judged_by_content(
         client.run("zonos2", text="Hello", audio=face)
     with pytest.raises(ValidationError, match=r"image: .*voice\.wav' is not media, and only an image file"):
         client.attach(client.model("infinitetalk"), {"image": secret_file, "audio": face})
-    assert PROCESS.uploaded.sent == before
+    assert UPLOADED.sent == before
     assert charges(served) == {}
     assert served.world.uploads.stored() == []  # the sandbox never received a byte of them
 
@@ -292,9 +292,9 @@ def test_an_estimate_of_a_local_file_uploads_nothing_and_equals_the_charge(
     files.append(voice(tmp_path, 20.3))  # a started second is a whole one
     for audio in files:
         inputs = {"image": face, **options} if model_id == "infinitetalk" else {"text": "Hello there"}
-        before = PROCESS.uploaded.sent
+        before = UPLOADED.sent
         estimate = client.estimate(model_id, {**inputs, "audio": audio})
-        assert PROCESS.uploaded.sent == before, "an estimate uploads nothing"
+        assert UPLOADED.sent == before, "an estimate uploads nothing"
         assert f"audio: {audio.name} measured here" in (estimate.billing or "")
         made = client.run(model_id, {**inputs, "audio": audio})
         assert charges(served)[made.id] == estimate.credits, (audio.name, estimate)
@@ -354,7 +354,7 @@ def test_a_missing_bucket_is_one_upload_failed_line_without_the_secret(
     assert str(failed.value).startswith("uploads: cannot put voice-5s.wav in s3://no-such-bucket/inputs (")
     assert "FileNotFoundError" in str(failed.value)
     assert_storage_failure_is_one_clean_line(failed.value, secret)
-    assert secret not in repr(PROCESS.upload_target)
+    assert secret not in repr(UPLOADED.target)
     assert charges(served) == {}
 
 
