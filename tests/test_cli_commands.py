@@ -1,4 +1,9 @@
-"""``mediagen`` one-shot commands as a user types them: real processes against a sandbox on 127.0.0.1.
+"""``mediagen`` one-shot commands as a user types them, against a sandbox on 127.0.0.1.
+
+Each command is called in this process as a process of its own would run it (``_shared.call_mediagen``:
+its environment, folder, output and exit status, none of this process's state), which saves a Python
+start per command; what only a process shows (a closed pipe's exit 141, which modules a bare
+``mediagen`` loads) runs in one.
 
 They share the one connection (the environment's key and address) and one ledger (MEDIAGEN_LEDGER),
 print text or ``--json``, and exit 0 (done), 1 (the work failed: a failed generation, a wait that ran
@@ -14,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _shared import environment, fresh_python, run_mediagen, unused_port
+from _shared import call_mediagen, environment, fresh_python, unused_port
 
 from mediagen_nb import __version__
 from mediagen_nb.protocol.paths import path
@@ -44,8 +49,8 @@ def on_sandbox(sandbox: Sandbox, tmp_path: Path, env: dict[str, str] | None = No
 def mediagen(
     sandbox: Sandbox, tmp_path: Path, *argv: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``mediagen ARGV`` in its own process, on the sandbox, with ``env`` over the sandbox's settings."""
-    return run_mediagen(*argv, env=on_sandbox(sandbox, tmp_path, env), cwd=tmp_path)
+    """``mediagen ARGV`` on the sandbox, with ``env`` over the sandbox's settings (called in this process)."""
+    return call_mediagen(*argv, env=on_sandbox(sandbox, tmp_path, env), cwd=tmp_path)
 
 
 def test_version_and_completion(sandbox: Sandbox, tmp_path: Path) -> None:
