@@ -1,11 +1,12 @@
 """``mediagen`` against a hostile server: an id from an answer never becomes a path.
 
-Real processes, with HOME pointed at a folder of the test, talk to the scripted server of
-``tests/_hostile.py``. It answers a start and its reads with ids that are paths (up and out of the
-download folder, absolute, a UUID followed by ``/../..``, one into IPython's startup folder) and an
-output URL ending in ``.py`` whose body would print a marker if IPython ever ran it. Each command exits
-non-zero with one line (and one JSON document with ``--json``), and nothing is written outside the
-download folder.
+Each command, called in this process as a process of its own would run it (``_shared.call_mediagen``)
+with HOME pointed at a folder of the test, talks to the scripted server of ``tests/_hostile.py``. It
+answers a start and its reads with ids that are paths (up and out of the download folder, absolute, a
+UUID followed by ``/../..``, one into IPython's startup folder) and an output URL ending in ``.py``
+whose body would print a marker if IPython ever ran it (a real IPython, started after, shows it never
+does). Each command exits non-zero with one line (and one JSON document with ``--json``), and nothing is
+written outside the download folder.
 """
 
 import json
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from _hostile import GENERATION_ID, Answer, Hostile, generation, serve
-from _shared import environment, run_mediagen
+from _shared import call_mediagen, environment
 
 READS, STARTS = "/v3/playground/v1/generations/", "/v3/playground/v1/run"
 MARKER = "PWNED-RAN"
@@ -40,7 +41,8 @@ def hostile() -> Iterator[Hostile]:
 
 
 def mediagen(server: Hostile, home: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    """``mediagen ARGV`` in ``home`` (also its HOME), with the hostile server as the service."""
+    """``mediagen ARGV`` in ``home`` (also its HOME), with the hostile server as the service (called in this
+    process)."""
     env = environment(
         HOME=str(home),
         MEDIAGEN_API_KEY="pk_live_hostile_test_key",
@@ -49,7 +51,7 @@ def mediagen(server: Hostile, home: Path, *argv: str) -> subprocess.CompletedPro
         MEDIAGEN_LIMITS_URL="memory",
         MEDIAGEN_TIME_SCALE="600",
     )
-    return run_mediagen(*argv, env=env, cwd=home)
+    return call_mediagen(*argv, env=env, cwd=home)
 
 
 def written(home: Path) -> set[str]:
@@ -62,12 +64,12 @@ def written(home: Path) -> set[str]:
 
 
 def one_failure(done: subprocess.CompletedProcess[str], kind: str) -> dict[str, object]:
-    """The process printed one JSON failure document and one line on stderr; the document's error."""
+    """The command printed one JSON failure document and one line on stderr; the document's error."""
     document = json.loads(done.stdout)
     assert document["ok"] is False and document["error"]["exit"] == done.returncode
     assert document["error"]["type"] == kind
     lines = done.stderr.strip().splitlines()
-    assert lines[-1] == f"mediagen {done.args[3]}: {kind}: {document['error']['message']}"
+    assert lines[-1] == f"mediagen {done.args[1]}: {kind}: {document['error']['message']}"
     return dict(document["error"])
 
 
