@@ -14,7 +14,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from _shared import environment, run_mediagen
+from _shared import call_mediagen, environment
 from _spellings import THEIRS
 
 from mediagen_nb.cli import main
@@ -31,7 +31,7 @@ def theirs() -> Iterator[Sandbox]:
 def test_warnings_are_one_line_each_and_credits_are_counted_in_words(theirs: Sandbox, tmp_path: Path) -> None:
     env = environment(**theirs.client_env(), MEDIAGEN_LEDGER=str(tmp_path / "ledger.sqlite"))
     env.pop("MEDIAGEN_WIRE", None)
-    done = run_mediagen("models", "--kind", "image", env=env, cwd=tmp_path)
+    done = call_mediagen("models", "--kind", "image", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     warned = [line for line in done.stderr.splitlines() if line.strip()]
     assert warned and all(line.startswith("mediagen: warning: ") for line in warned), done.stderr
@@ -44,7 +44,7 @@ def test_mcp_config_write_says_the_folder_it_writes_in(served: Sandbox, tmp_path
     env = environment(**served.client_env(), MEDIAGEN_LEDGER=str(tmp_path / "ledger.sqlite"))
     folder = tmp_path / "project"
     folder.mkdir()
-    done = run_mediagen("mcp-config", "--write", env=env, cwd=folder)
+    done = call_mediagen("mcp-config", "--write", env=env, cwd=folder)
     assert done.returncode == 0, done.stderr
     written = folder / ".jupyter" / "mcp_settings.json"
     assert json.loads(written.read_text())["mcp_servers"][0]["name"] == "mediagen"
