@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from _hostile import Answer, Request, data, serve
-from _shared import environment, run_mediagen
+from _shared import call_mediagen, environment
 from _spellings import THEIRS, names_file
 
 from mediagen_nb.doctor import main
@@ -50,7 +50,7 @@ def failed(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_against_the_sandbox_every_check_passes(served: Sandbox, tmp_path: Path) -> None:
-    done = run_mediagen("doctor", env=environment(**served.client_env()), cwd=tmp_path)
+    done = call_mediagen("doctor", env=environment(**served.client_env()), cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1].endswith("passed, 0 failed") and all("✗" not in line for line in lines)
