@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from _hostile import Answer, data, serve
-from _shared import environment, run_mediagen
+from _shared import call_mediagen, environment
 from _spellings import THEIRS, names_file
 
 from mediagen_nb.protocol import sdk, wire
@@ -192,24 +192,24 @@ def test_the_command_syncs_prints_the_drift_and_serves_the_snapshot(
 ) -> None:
     assert changed_service.base_url is not None
     env = environment()
-    done = run_mediagen(
+    done = call_mediagen(
         "sandbox", "sync", changed_service.base_url, "--out", "snap", "--json", env=env, cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["added"] == ["zeta-voice-1", "mystery-voice"] and report["removed"] == ["chatterbox-turbo"]
     assert report["snapshot"] == "snap" and report["models"] == 131
-    text = run_mediagen("sandbox", "sync", changed_service.base_url, "--out", "snap", env=env, cwd=tmp_path)
+    text = call_mediagen("sandbox", "sync", changed_service.base_url, "--out", "snap", env=env, cwd=tmp_path)
     assert text.returncode == 0 and "- chatterbox-turbo" in text.stdout
     assert "mediagen sandbox --catalog snap" in text.stdout
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("mine")
-    refused = run_mediagen(
+    refused = call_mediagen(
         "sandbox", "sync", changed_service.base_url, "--out", "mine", env=env, cwd=tmp_path
     )
     assert refused.returncode == 1 and "no snapshot.json" in refused.stderr
     assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
-    help_text = run_mediagen("sandbox", "--help", env=env, cwd=tmp_path).stdout
+    help_text = call_mediagen("sandbox", "--help", env=env, cwd=tmp_path).stdout
     assert "--catalog DIR" in help_text and "--wire NAMES.toml" in help_text
 
 
