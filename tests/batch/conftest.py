@@ -16,7 +16,7 @@ import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
-from mediagen_nb.client import AsyncClient, Limits
+from mediagen_nb.client import AsyncClient, Limits, settings
 from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.paths import CATALOG_PATHS, PATHS, path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
@@ -139,3 +139,24 @@ def make_service(spelling: wire.Names) -> Iterator[ServiceFactory]:
 def service(make_service: ServiceFactory) -> Service:
     """A served sandbox (time x600, seed 1, 3,000 demo credits) and a recorded client on it."""
     return make_service()
+
+
+Cli = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def cli(service: Service, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
+    """``mediagen sweep`` in-process on the served sandbox: (exit code, stdout, stderr), never a traceback."""
+    from mediagen_nb.batch.cli import main
+
+    monkeypatch.setenv(settings.ENV_BASE_URL, service.base_url)
+    monkeypatch.setenv(settings.ENV_KEY, service.sandbox.demo_key)
+    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        assert "Traceback" not in out + err
+        return code, out, err
+
+    return run

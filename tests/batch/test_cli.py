@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from mediagen_nb.batch.cli import main
 from mediagen_nb.client import settings
 from mediagen_nb.client.context import PROCESS
 
@@ -29,22 +28,6 @@ def sheet(tmp_path: Path) -> Path:
     path = tmp_path / "prompts.csv"
     path.write_text("Subject,quality\ncat,low\ndog,low\nfox,low\n")
     return path
-
-
-@pytest.fixture
-def cli(service: Service, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    """Run ``mediagen sweep`` in-process on the served sandbox; (exit code, stdout, stderr)."""
-    monkeypatch.setenv(settings.ENV_BASE_URL, service.base_url)
-    monkeypatch.setenv(settings.ENV_KEY, service.sandbox.demo_key)
-    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        assert "Traceback" not in out + err
-        return code, out, err
-
-    return run
 
 
 def test_a_good_sweep_exits_0_and_writes_its_results(

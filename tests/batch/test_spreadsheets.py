@@ -19,30 +19,13 @@ import pandas as pd
 import pytest
 
 import mediagen_nb as mg
-from mediagen_nb.batch.cli import main
-from mediagen_nb.client import ValidationError, settings
+from mediagen_nb.client import ValidationError
 
 if TYPE_CHECKING:
     from conftest import Service
 
 Cli = Callable[..., tuple[int, str, str]]
 PYTHON_WORDS = ("columns=", "DataFrame", "constants")
-
-
-@pytest.fixture
-def cli(service: Service, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Cli:
-    """``mediagen sweep`` in-process on the served sandbox: (exit code, stdout, stderr)."""
-    monkeypatch.setenv(settings.ENV_BASE_URL, service.base_url)
-    monkeypatch.setenv(settings.ENV_KEY, service.sandbox.demo_key)
-    monkeypatch.setenv(settings.ENV_TIME_SCALE, str(service.sandbox.config.time_scale))
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        assert "Traceback" not in out + err
-        return code, out, err
-
-    return run
 
 
 def people() -> pd.DataFrame:
