@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _shared import call_mediagen
 from _wait import wait_until
 
 from mediagen_nb.protocol.paths import path
@@ -47,13 +48,10 @@ def data(method: str, url: str, **options: Any) -> Any:
 
 
 def sandbox_cli(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "mediagen_nb.cli", "sandbox", *argv, "--data-dir", str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    """``mediagen sandbox ARGV --data-dir FOLDER``, called in this process as a process of its own would
+    run it (``_shared.call_mediagen``): what it says and does to the kept sandbox, not the interpreter."""
+    done = call_mediagen("sandbox", *argv, "--data-dir", str(folder), env=dict(os.environ), cwd=Path.cwd())
+    assert done.returncode == 0, done.stdout + done.stderr
     return done
 
 
