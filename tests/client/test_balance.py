@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 from _agent import agent, balance, call, ledger, sign_in
-from _shared import environment, run_mediagen
+from _shared import call_mediagen, environment
 
 import mediagen_nb as mg
 from mediagen_nb.client import connection
@@ -143,26 +143,26 @@ def test_mediagen_balance_on_the_sandbox_shows_the_balance_to_the_credit(
     assert base is not None
     env = environment(**served.client_env())
     assert (
-        run_mediagen(
+        call_mediagen(
             "generate", "gpt-image-2", "prompt=a fox", "quality=low", env=env, cwd=tmp_path
         ).returncode
         == 0
     )
     httpx.post(base + path("sandbox_app_runs"), json={"credits": 7})
-    shown = run_mediagen("balance", env=env, cwd=tmp_path)
+    shown = call_mediagen("balance", env=env, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
     left = balance(base)
     assert left == 3000 - 10
     assert f"{left:,} credits left" in shown.stdout
     assert "7 credits and 1 run on the account were not started from this machine's ledger" in shown.stdout
-    document = json.loads(run_mediagen("balance", "--json", env=env, cwd=tmp_path).stdout)
+    document = json.loads(call_mediagen("balance", "--json", env=env, cwd=tmp_path).stdout)
     assert document["remainingCredits"] == left and document["ledger"] == {"credits": 3, "runs": 1}
     assert (document["monthCredits"], document["monthRuns"], document["monthApiRuns"]) == (10, 2, 1)
 
 
 def test_mediagen_balance_without_an_agent_server_address_exits_2(tmp_path: Path) -> None:
     env = environment(MEDIAGEN_API_KEY="pk_live_example", MEDIAGEN_BASE_URL="https://api.example.invalid")
-    done = run_mediagen("balance", "--json", env=env, cwd=tmp_path)
+    done = call_mediagen("balance", "--json", env=env, cwd=tmp_path)
     assert done.returncode == 2
     assert json.loads(done.stdout)["error"]["type"] == "ConfigurationError"
     assert "pk_live_example" not in done.stdout + done.stderr
@@ -174,7 +174,7 @@ def test_mcp_config_prints_and_writes_jupyter_ai_s_entry(served: Sandbox, tmp_pa
     base = served.base_url
     assert base is not None
     env = environment(**served.client_env())
-    printed = run_mediagen("mcp-config", env=env, cwd=tmp_path)
+    printed = call_mediagen("mcp-config", env=env, cwd=tmp_path)
     assert printed.returncode == 0, printed.stderr
     (shown,) = json.loads(printed.stdout)["mcp_servers"]
     assert shown["headers"] == [{"name": "Authorization", "value": "Bearer pk_live_***"}]
@@ -190,7 +190,7 @@ def test_mcp_config_prints_and_writes_jupyter_ai_s_entry(served: Sandbox, tmp_pa
     settings.parent.mkdir()
     other = {"name": "Other Tools", "command": "npx", "args": []}
     settings.write_text(json.dumps({"mcp_servers": [other, {**entry, "url": "http://old"}]}))
-    written = run_mediagen("mcp-config", "--write", env=env, cwd=tmp_path)
+    written = call_mediagen("mcp-config", "--write", env=env, cwd=tmp_path)
     assert written.returncode == 0 and str(settings.resolve()) in written.stdout
     assert json.loads(settings.read_text())["mcp_servers"] == [other, entry]  # merged, ours replaced
     assert stat.S_IMODE(settings.stat().st_mode) == 0o600
@@ -200,7 +200,7 @@ def test_mcp_config_prints_and_writes_jupyter_ai_s_entry(served: Sandbox, tmp_pa
 async def test_the_written_entry_reaches_the_agent_server(served: Sandbox, tmp_path: Path) -> None:
     """What Jupyter AI would do with the entry: the SDK's client, with its URL and header, lists the tools."""
     env = environment(**served.client_env())
-    assert run_mediagen("mcp-config", "--write", env=env, cwd=tmp_path).returncode == 0
+    assert call_mediagen("mcp-config", "--write", env=env, cwd=tmp_path).returncode == 0
     (entry,) = json.loads((tmp_path / ".jupyter" / "mcp_settings.json").read_text())["mcp_servers"]
     credential = entry["headers"][0]["value"].removeprefix("Bearer ")
     async with agent(entry["url"].removesuffix(path("mcp")), credential) as session:
@@ -213,10 +213,10 @@ def test_mcp_config_masks_a_real_key_unless_written(monkeypatch: pytest.MonkeyPa
         MEDIAGEN_BASE_URL="https://api.example.invalid",
         MEDIAGEN_MCP_URL="https://agents.example.invalid/mcp",
     )
-    printed = run_mediagen("mcp-config", env=env, cwd=tmp_path)
+    printed = call_mediagen("mcp-config", env=env, cwd=tmp_path)
     assert printed.returncode == 0, printed.stderr
     assert "realsecret123" not in printed.stdout + printed.stderr and "--write" in printed.stderr
-    written = run_mediagen("mcp-config", "--write", env=env, cwd=tmp_path)
+    written = call_mediagen("mcp-config", "--write", env=env, cwd=tmp_path)
     assert "realsecret123" not in written.stdout + written.stderr and "keep it out of git" in written.stdout
     (entry,) = json.loads((tmp_path / ".jupyter" / "mcp_settings.json").read_text())["mcp_servers"]
     assert entry["headers"] == [{"name": "Authorization", "value": "Bearer pk_live_realsecret123"}]
@@ -309,7 +309,7 @@ def test_a_render_in_flight_is_said_apart_and_no_figure_is_negative(
     env = environment(
         **manual.client_env(), MEDIAGEN_LEDGER=str(own_ledger)
     )  # `mediagen balance`, same ledger
-    document = json.loads(run_mediagen("balance", "--json", env=env, cwd=tmp_path).stdout)
+    document = json.loads(call_mediagen("balance", "--json", env=env, cwd=tmp_path).stdout)
     assert document["inFlight"] == {"running": 0, "renders": 1, "estimatedCredits": 300}
     assert not any(NEGATIVE.search(line) for line in document["explained"])
 
