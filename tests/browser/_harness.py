@@ -307,8 +307,10 @@ NOTEBOOK_STATE_JS = """
     if (model.type !== 'code') continue;
     const errors = [];
     for (let i = 0; i < model.outputs.length; i++) {
-      const output = model.outputs.get(i).toJSON();
-      if (output.output_type === 'error') errors.push(`${output.ename}: ${output.evalue}`);
+      const output = model.outputs.get(i);  // serialized only when an error (looked at every POLL_MS)
+      if (output.type !== 'error') continue;
+      const error = output.toJSON();
+      errors.push(`${error.ename}: ${error.evalue}`);
     }
     cells.push({count: model.executionCount, state: model.executionState || null, errors});
   }
@@ -380,6 +382,16 @@ def failure_screenshot(shots: Shots) -> Iterator[None]:
         raise
 
 
+# A route's pattern is matched by Playwright's driver; only the requests it matches make a round trip to
+# this process (JupyterLab's page alone loads some hundred files), so routes match only what they refuse.
+NOT_LOOPBACK = re.compile(r"^https?://(?!(?:127\.0\.0\.1|localhost)(?:[:/]|$))")
+
+
+def not_of(origin: str) -> re.Pattern[str]:
+    """Every URL but those of ``origin`` (``http://127.0.0.1:8888``), for a route that refuses them."""
+    return re.compile(rf"^(?!{re.escape(origin)}/)")
+
+
 @contextmanager
 def loopback_page(browser: Any, artifacts: Path) -> Iterator[Page]:
     """A fresh browser context and page; requests to anything but 127.0.0.1 are refused and noted (as
@@ -395,7 +407,7 @@ def loopback_page(browser: Any, artifacts: Path) -> Iterator[Page]:
             refused.append(url)
             route.abort()
 
-    context.route(re.compile(r"^https?://"), only_loopback)
+    context.route(NOT_LOOPBACK, only_loopback)
     context.set_default_timeout(30_000)
     page = context.new_page()
     console = artifacts / "browser-console.log"

@@ -37,6 +37,7 @@ from _harness import (
     audio_type,
     check_media,
     failure_screenshot,
+    not_of,
     notebooks_lab,
     open_notebook,
     reveal,
@@ -348,7 +349,7 @@ def test_previews_through_the_jupyter_server_when_only_it_is_reachable(
             blocked.append(route.request.url)
             route.abort()
 
-    context.route("**/*", only_the_jupyter_server)
+    context.route(not_of(lab.url), only_the_jupyter_server)
     try:
         page = context.new_page()
         page.goto(f"{lab.url}/files/proxied.html")
