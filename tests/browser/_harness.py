@@ -345,6 +345,29 @@ async (id) => {
   await app.commands.execute('notebook:run-all-cells');
 }
 """
+IN_LAB_JS = "() => Boolean(window.jupyterapp && window.jupyterapp.shell)"
+OPEN_JS = """
+async (path) => {
+  const app = window.jupyterapp;
+  await app.commands.execute('docmanager:open', {path});
+  // the Launcher JupyterLab shows while nothing is open: the page looks as the notebook's URL opens it
+  for (const widget of Array.from(app.shell.widgets('main'))) if (!widget.context) widget.close();
+}
+"""
+CLOSE_JS = """
+async (path) => {
+  const app = window.jupyterapp;
+  const panel = app && Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  if (panel) {
+    await panel.sessionContext.shutdown();
+    panel.context.model.dirty = false;  // closed unsaved, as it was run: no "save your work?" dialog
+    const gone = new Promise(resolve => panel.disposed.connect(() => resolve()));
+    panel.close();  // the document manager disposes of it once it has checked it may
+    await Promise.race([gone, new Promise(resolve => setTimeout(resolve, 10000))]);
+  }
+  return !Array.from(app.shell.widgets('main')).some(w => w.context && w.context.path === path);
+}
+"""
 FETCH_JS = """
 async (src) => {
   const response = await fetch(src);
@@ -433,9 +456,17 @@ def _append(path: Path, line: str) -> None:
 
 
 def open_notebook(page: Page, lab: Lab, name: str) -> str:
-    """Open ``name`` in JupyterLab and wait until its kernel is idle; return the panel's id."""
+    """Open ``name`` in JupyterLab and wait until its kernel is idle; return the panel's id.
+
+    A page that shows this lab's JupyterLab already opens it there, as a person opens a second notebook
+    (File > Open: about 1 CPU-s of Chromium, where a new load of JupyterLab costs 4-8); any other page
+    goes to the notebook's URL.
+    """
     assert (lab.root / name).is_file(), f"notebooks/{name} is missing"
-    page.goto(lab.notebook_url(name), wait_until="domcontentloaded", timeout=OPEN_TIMEOUT_S * 1000)
+    if page.url.startswith(f"{lab.url}/lab") and page.evaluate(IN_LAB_JS):
+        page.evaluate(OPEN_JS, name)
+    else:
+        page.goto(lab.notebook_url(name), wait_until="domcontentloaded", timeout=OPEN_TIMEOUT_S * 1000)
     deadline = time.monotonic() + OPEN_TIMEOUT_S
     accept = page.locator(DIALOG_ACCEPT)  # a kernel choice, if the notebook names none
     while (left := deadline - time.monotonic()) > 0:
@@ -447,6 +478,11 @@ def open_notebook(page: Page, lab: Lab, name: str) -> str:
             return str(panel)
         accept.first.click()
     raise AssertionError(f"{name} did not open with an idle kernel within {OPEN_TIMEOUT_S} s")
+
+
+def close_notebook(page: Page, name: str) -> None:
+    """Shut ``name``'s kernel down and close its tab without saving: its outputs leave the page."""
+    assert page.evaluate(CLOSE_JS, name), f"{name} is still open"
 
 
 def run_all(page: Page, name: str, panel_id: str) -> None:

@@ -33,6 +33,7 @@ from _harness import (
     assert_image_loads,
     assert_no_traceback,
     check_media,
+    close_notebook,
     failure_screenshot,
     not_of,
     notebooks_lab,
@@ -130,8 +131,8 @@ def test_every_video_of_notebooks_04_and_05_plays_through_the_jupyter_server(
         context.route(not_of(lab.url), only_the_jupyter_server)
         report: dict[str, Any] = {}
         try:
+            page = context.new_page()  # one JupyterLab for both: a visitor opens one notebook, then the next
             for name, expected in BINDER_NOTEBOOKS.items():
-                page = context.new_page()
                 shots = Shots(page, artifacts, f"binder-{name[:2]}")
                 with failure_screenshot(shots):
                     panel = open_notebook(page, lab, name)
@@ -142,7 +143,7 @@ def test_every_video_of_notebooks_04_and_05_plays_through_the_jupyter_server(
                     report[name] = [played(videos.nth(i), lab) for i in range(videos.count())]
                     report[f"{name} links"] = [followed(page, a, lab) for a in page.locator(LINKS).all()]
                     shots.take("videos")
-                page.close()
+                close_notebook(page, name)  # its outputs leave the page: the next one's are counted alone
         finally:
             context.close()
         (artifacts / "binder-videos-report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
