@@ -354,6 +354,10 @@ async (path) => {
   for (const widget of Array.from(app.shell.widgets('main'))) if (!widget.context) widget.close();
 }
 """
+OPEN_NOTEBOOKS_JS = """
+() => Array.from(window.jupyterapp.shell.widgets('main'))
+  .filter(w => w.context && w.sessionContext).map(w => w.context.path)
+"""
 CLOSE_JS = """
 async (path) => {
   const app = window.jupyterapp;
@@ -483,6 +487,22 @@ def open_notebook(page: Page, lab: Lab, name: str) -> str:
 def close_notebook(page: Page, name: str) -> None:
     """Shut ``name``'s kernel down and close its tab without saving: its outputs leave the page."""
     assert page.evaluate(CLOSE_JS, name), f"{name} is still open"
+
+
+@contextmanager
+def notebooks_closed_after(page: Page) -> Iterator[Page]:
+    """``page`` for a test that opens notebooks in it; after, every notebook open in it is closed (kernel
+    shut down, unsaved), so the next test on the page starts from JupyterLab with nothing open. A page
+    that cannot be put back so is emptied: the next test loads JupyterLab anew."""
+    try:
+        yield page
+    finally:
+        try:
+            for name in page.evaluate(OPEN_NOTEBOOKS_JS) if page.evaluate(IN_LAB_JS) else []:
+                close_notebook(page, name)
+        except Exception:  # a page left broken by a failure: that failure matters, not this one
+            with suppress(Exception):
+                page.goto("about:blank")
 
 
 def run_all(page: Page, name: str, panel_id: str) -> None:

@@ -37,7 +37,9 @@ from _harness import (
     audio_type,
     check_media,
     failure_screenshot,
+    loopback_page,
     not_of,
+    notebooks_closed_after,
     notebooks_lab,
     open_notebook,
     reveal,
@@ -52,6 +54,23 @@ from mediagen_nb.sandbox import kept
 def lab(tmp_path_factory: pytest.TempPathFactory, artifacts: Path, chromium: str) -> Iterator[Lab]:
     """JupyterLab on a free 127.0.0.1 port serving a stripped copy of ``notebooks/``; stopped after."""
     with notebooks_lab(tmp_path_factory.mktemp("lab-home"), artifacts / "jupyter-server.log") as made:
+        yield made
+
+
+@pytest.fixture(scope="module")
+def lab_page(lab: Lab, browser: Any, artifacts: Path) -> Iterator[Page]:
+    """One JupyterLab page for the module's notebooks: each test opens its notebook in it as a person
+    opens the next one (a load of JupyterLab costs Chromium about 8 CPU-s, opening a notebook in it 1)."""
+    with loopback_page(browser, artifacts) as made:
+        yield made
+
+
+@pytest.fixture
+def page(lab_page: Page) -> Iterator[Page]:
+    """The module's JupyterLab page at the usual size; the test's notebooks closed (kernels shut down)
+    after it, so each test sees only its own notebook's outputs."""
+    lab_page.set_viewport_size(VIEWPORT)
+    with notebooks_closed_after(lab_page) as made:
         yield made
 
 
