@@ -41,8 +41,8 @@ def ray_cluster(service: Service) -> Iterator[Any]:
         patch.setenv("RAY_USAGE_STATS_ENABLED", "0")
         options = {"num_cpus": 2, "include_dashboard": False, "_temp_dir": folder, "log_to_driver": False}
         for attempt in (1, 2):
-            # Ray waits 30 s for its raylet to register (ray/_private/node.py); on a loaded machine it may miss it
-            # ("The current node timed out during startup"): once more, with their imports now cached.
+            # Ray waits 30 s for its raylet to register (ray/_private/node.py); a loaded machine may miss
+            # that ("The current node timed out during startup"): once more, its imports now cached.
             try:
                 ray.init(runtime_env={"env_vars": service.env()}, **options)
                 break
