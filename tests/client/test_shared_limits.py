@@ -380,16 +380,19 @@ def test_a_120_row_sweep_on_a_loaded_machine_meets_no_429s(tmp_path: Path) -> No
         assert over_limit(sandbox) == (0, 0)
 
 
-def test_a_team_of_sweeps_on_keys_of_one_account_on_a_loaded_machine_meets_no_429s(
-    service: Sandbox, tmp_path: Path
-) -> None:
+def test_a_team_of_sweeps_on_keys_of_one_account_on_a_loaded_machine_meets_no_429s(tmp_path: Path) -> None:
     """Two processes, each with its own key of one account, run sweeps (a start and a read a row)
     at once on a loaded machine (:func:`loaded_machine`): the account's starts and each key's requests
-    stay under their limits however late the loaded processes wake."""
-    keys = [new_key(service, "one"), new_key(service, "two")]
-    with loaded_machine():
-        finish(workers(service, keys, "sweep", 60, str(tmp_path / "limits.sqlite"), account="demo-team"))
-    assert over_limit(service) == (0, 0)
+    stay under their limits however late the loaded processes wake. At x10 (a window is 6 s real), the
+    scale issue 36 names for a loaded machine. At x60 (1 s), in a fresh-clone CI run (four test workers
+    on two cores), one request went over a key's limit (1 429): x60 is for a quiet machine (tests above)."""
+    with Sandbox(SandboxConfig(time_scale=10.0, seed=3)) as service:
+        control(service, "sandbox_account", {"balance": 1_000_000})
+        keys = [new_key(service, "one"), new_key(service, "two")]
+        with loaded_machine():
+            shared = str(tmp_path / "limits.sqlite")
+            finish(workers(service, keys, "sweep", 60, shared, account="demo-team"), timeout=300)
+        assert over_limit(service) == (0, 0)
 
 
 def test_the_margin_follows_the_measured_latency() -> None:
