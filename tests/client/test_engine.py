@@ -8,6 +8,8 @@ and the money rules are checked at the layer that owns them. The sandbox tests k
 
 import json
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 from typing import Any
 
 import httpx
@@ -16,6 +18,7 @@ import pytest
 from mediagen_nb.client import errors
 from mediagen_nb.client.config import Secret, Settings
 from mediagen_nb.client.core import Collaborators, Core
+from mediagen_nb.client.engine import Engine
 from mediagen_nb.client.ledger import Ledger
 from mediagen_nb.client.limits_store import SQLiteStore
 from mediagen_nb.client.pacing import Limits
@@ -193,3 +196,79 @@ def test_a_budget_hold_refuses_a_start_before_anything_is_sent_and_a_refusal_giv
     again = budget.hold(50, "another start")
     budget.charge(again, "svc/g1", 40)  # answered: the hold becomes the charge
     assert (budget.status().spent, budget.status().held) == (40, 0)
+
+
+# -- a start answered with what existed before it: reuse, not spend (Starts._replayed) ------------------
+
+SENT = datetime(2026, 11, 28, 12, 0, 10, tzinfo=timezone.utc)  # the answer's Date: the start's first send
+G1 = "5f0c3a2e-8b1d-4c7e-9a6f-2d4b8e1c7a90"
+
+
+def made(created: datetime, status: str = "processing", generation_id: str = G1) -> dict[str, Any]:
+    """A generation as a start's answer shows it, created at ``created``."""
+    output = {"type": "image", "urls": ["https://x.test/a.png"]} if status == "succeeded" else None
+    return {
+        "id": generation_id,
+        "modelId": "flare-1-swift",
+        "status": status,
+        "output": output,
+        "error": None,
+        "creditsSpent": 1,
+        "createdAt": created.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def started(data: dict[str, Any], status: int = 201) -> httpx.Response:
+    answer = ok(data, status)
+    answer.headers["Date"] = format_datetime(SENT, usegmt=True)
+    return answer
+
+
+def start(engine: Engine, answers: list[Answer], key: str = "k-1") -> Any:
+    """``generations.run`` with the given key (no catalog read: validate=False, no budget) by hand."""
+    result, _, _ = drive(
+        engine.generations.run("flare-1-swift", {"prompt": "a fox"}, validate=False, idempotency_key=key),
+        engine.core,
+        answers,
+    )
+    return result
+
+
+@pytest.mark.parametrize(
+    ("before", "reused"),
+    [(0.0, False), (1.0, False), (2.0, False), (2.001, True), (30.0, True)],
+    ids=["at the send", "1 s before", "at the margin", "past the margin", "long before"],
+)
+def test_a_start_answered_with_what_was_created_before_it_was_sent_is_reuse(
+    tmp_path: Any, before: float, reused: bool
+) -> None:
+    """Created more than ``REPLAY_MARGIN`` (2 service seconds: machines' clocks differ) before the request
+    first left, on the service's own clock: a replay of the key made elsewhere, so nothing was spent here
+    and its intent is dropped; within the margin, it is this start's."""
+    engine = Engine(core(tmp_path))
+    result = start(engine, [started(made(SENT - timedelta(seconds=before)))])
+    assert result.reused is reused
+    entry = engine.core.parts.ledger(None).lookup("k-1", engine.core.where)
+    assert (entry is None) is reused  # a replay's intent is dropped: no spend of this ledger counts it
+
+
+def test_a_first_send_answered_with_a_state_no_new_start_has_is_reuse_but_a_retry_s_is_not(
+    tmp_path: Any,
+) -> None:
+    """One send answered ``succeeded`` (a new start answers processing or queued): made before. After a
+    retry the same answer may be the first try's own start, so only its creation time can tell."""
+    now = SENT
+    assert start(Engine(core(tmp_path / "a")), [started(made(now, "succeeded"))]).reused
+    retried = start(Engine(core(tmp_path / "b")), [timeout(), started(made(now, "succeeded"))])
+    assert not retried.reused
+    queued = start(Engine(core(tmp_path / "c")), [started(made(now, "queued"))])
+    assert not queued.reused
+
+
+def test_a_start_answered_with_a_generation_the_ledger_holds_under_another_key_is_reuse(
+    tmp_path: Any,
+) -> None:
+    engine = Engine(core(tmp_path))
+    assert not start(engine, [started(made(SENT))], key="k-1").reused
+    again = start(engine, [started(made(SENT))], key="k-2")  # the service answered k-2 with k-1's generation
+    assert again.reused and again.id == G1
