@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _locks import HeldLock
 
 from mediagen_nb.client import assemble, processes
 from mediagen_nb.client import ledger as ledgers
@@ -489,8 +490,7 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
     ends that."""
     monkeypatch.setattr(ledgers, "BUSY_MS", 50)  # SQLite's own wait for each try, shortened
     book = Ledger(tmp_path / "ledger.sqlite", lock_wait=0.3)
-    holder = sqlite3.connect(book.path, isolation_level=None, timeout=0)
-    holder.execute("BEGIN IMMEDIATE")
+    holder = HeldLock(book.path).take()
     try:
         with pytest.raises(LedgerError) as raised:
             intent(book)
@@ -510,7 +510,6 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
         assert book.account_usage(0, "acct", [(HERE.service, None)])["charged"] == (0, 0)
         assert book._stuck  # ... and lift nothing: the next write still fails at once
     finally:
-        holder.execute("ROLLBACK")
         holder.close()
     assert intent(book, "k3") is True and not book._stuck and not book._waiting
     assert capsys.readouterr().err == ""
@@ -521,13 +520,11 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
 
 def test_a_ledger_that_waits_for_no_lock_says_locked_without_a_wait(tmp_path: Path) -> None:
     book = Ledger(tmp_path / "ledger.sqlite", lock_wait=0)
-    holder = sqlite3.connect(book.path, isolation_level=None, timeout=0)
-    holder.execute("BEGIN IMMEDIATE")
+    holder = HeldLock(book.path).take()
     try:
         with pytest.raises(LedgerError) as raised:
             intent(book)
     finally:
-        holder.execute("ROLLBACK")
         holder.close()
         book.close()
     assert raised.value.message == (
