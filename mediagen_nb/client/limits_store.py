@@ -304,7 +304,7 @@ class RedisStore:
             paused = {w: float(p) for w, (p, _, _) in zip(windows, read, strict=True)}
             counters = {w: c for w, (_, c, _) in zip(windows, read, strict=True)}
             stamps = {w: _stamps(w, flat) for w, (_, _, flat) in zip(windows, read, strict=True)}
-            best, slot = choose(now, choices, stamps, paused, margin)
+            best, slot = choose(now, choices, stamps, paused, spread)  # the spread it is booked with
             horizon = now + HORIZON * min(w.seconds for w in choices[best])
             if slot > horizon:
                 return Booking(None, slot - horizon, here + slot - horizon)

@@ -427,6 +427,34 @@ def test_a_redis_booking_counts_the_read_of_redis_s_clock_in_its_spread(redis_ur
     assert float(member.rsplit(b":", 1)[1]) == pytest.approx(0.05 + booking.skew)
 
 
+def test_a_redis_slot_in_a_gap_fits_with_the_spread_it_is_booked_with(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slot put before a stamp booked further ahead must leave it a window plus the new stamp's whole
+    spread (the margin and the read of Redis's clock), the spread it is booked with: checked with the
+    margin alone, it fit 0.02 s too early, and a request that late would make the later one a 429."""
+    import redis
+
+    class Clock:  # this machine's clock: each reading 0.05 s after the one before (a slow read of Redis)
+        moment = time.time()
+
+        @classmethod
+        def time(cls) -> float:
+            cls.moment += 0.05
+            return cls.moment
+
+    monkeypatch.setattr(limits_store, "time", Clock)
+    server = redis.Redis.from_url(redis_url)
+    window = Window(scope_of("key", "http://service", "gap"), 1, 1.0)
+    stamps, counter = f"mediagen:w:{window.scope}", f"mediagen:w:{window.scope}:n"
+    seconds, micros = server.time()
+    ahead = seconds + micros / 1e6 + 1.0 + 0.05 + 0.02  # a window, the margin and 0.02 s from now
+    server.zadd(stamps, {"1:0.0": ahead})
+    server.set(counter, 1)
+    booking = limits_store.RedisStore(redis_url).reserve([[window]], margin=0.05)
+    assert booking.index is None or booking.stamp >= ahead + 1.0  # not in the gap before it
+
+
 def test_a_429_pauses_the_key_in_redis_for_every_machine(redis_url: str) -> None:
     """The other machine books no slot before the pause ends, on Redis's clock. (It asserted that its slot
     was at least 0.45 s of wall time away: on a loaded CI machine its first Redis call took 0.1 s.)"""
