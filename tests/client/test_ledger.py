@@ -436,6 +436,17 @@ def test_account_usage_sets_each_start_in_its_figure_for_the_balance(
     assert book.account_usage(since, "someone else", [(HERE.service, HERE.instance)]) == theirs
 
 
+def test_account_usage_counts_a_free_start_at_nothing(book: Ledger, stepping: Stepping) -> None:
+    """A start the service charged nothing for (a replay, a free model) is a run at 0 credits, however
+    SQLite sums an all-zero group; a sent start whose price was never known is possibly 0 too."""
+    since = stepping.now
+    intent(book, "free")
+    book.started("free", HERE, "id-free", "succeeded", 0)
+    intent(book, "unpriced", credits=0)  # sent, never answered, no price known
+    figures = book.account_usage(since, "acct", [(HERE.service, None)])
+    assert (figures["charged"], figures["possibly"]) == ((1, 0), (1, 0))
+
+
 def test_an_entry_says_whether_it_ended_is_unanswered_and_whose_it_is(book: Ledger) -> None:
     intent(book)
     book.started("k1", HERE, UUID, "succeeded", 5)
