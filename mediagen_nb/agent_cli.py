@@ -41,9 +41,9 @@ def arguments(p: argparse.ArgumentParser, command: str) -> None:
 def balance(args: argparse.Namespace) -> int:
     from mediagen_nb.client import AuthenticationError, current
     from mediagen_nb.client.balance import balance as read
-    from mediagen_nb.protocol import sdk
+    from mediagen_nb.runtime import mcp_sdk
 
-    sdk.own_process()
+    mcp_sdk.own_process()
 
     try:
         found = read(current())

@@ -132,9 +132,9 @@ def doctor(rest: list[str]) -> int:
     """``mediagen doctor``: the configured service checked against what the client expects (a process of
     our own: the MCP SDK it reads make_video's schema with loads without jsonschema's iri grammar)."""
     from mediagen_nb.doctor import main as examine
-    from mediagen_nb.protocol import sdk
+    from mediagen_nb.runtime import mcp_sdk
 
-    sdk.own_process()
+    mcp_sdk.own_process()
     return examine(rest)
 
 

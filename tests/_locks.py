@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from mediagen_nb.protocol.clock import ManualClock, SteppingClock
+from mediagen_nb.runtime.clock import ManualClock, SteppingClock
 
 
 class HeldLock:

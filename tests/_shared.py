@@ -112,7 +112,7 @@ def as_a_new_process(env: dict[str, str], cwd: Path, stderr: TextIO) -> Iterator
     from mediagen_nb.client import shared_budget
     from mediagen_nb.client.context import PROCESS, Context
     from mediagen_nb.client.resources import fields
-    from mediagen_nb.protocol.sdk import IRI_GRAMMAR
+    from mediagen_nb.runtime.mcp_sdk import IRI_GRAMMAR
 
     kept = {f.name: getattr(PROCESS, f.name) for f in dataclasses.fields(Context)}
     said, holds = set(fields._SAID), dict(shared_budget._opened)

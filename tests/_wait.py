@@ -5,7 +5,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from mediagen_nb.protocol.clock import RealClock
+from mediagen_nb.runtime.clock import RealClock
 
 T = TypeVar("T")
 POLL = 0.01  # real seconds between looks

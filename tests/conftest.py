@@ -19,7 +19,8 @@ from _spellings import SPELLINGS, names_file
 
 from mediagen_nb.client import connection, settings
 from mediagen_nb.client.context import PROCESS
-from mediagen_nb.protocol import tls, wire
+from mediagen_nb.protocol import wire
+from mediagen_nb.runtime import tls
 from mediagen_nb.sandbox import Sandbox, SandboxConfig, kept
 
 TIME_SCALE = 600.0  # ten simulated minutes per real second
@@ -53,7 +54,7 @@ os.environ[settings.ENV_LIMITS_URL] = str(Path(tempfile.mkdtemp(prefix="mediagen
 
 # The tests make thousands of httpx clients of their own (httpx.get, httpx.Client() against a served
 # sandbox); each would load the CA bundle again (about 30 ms of CPU, an eighth of the suite's CPU on
-# a 2-core machine). They share the package's one context (protocol/tls.py), as its own clients do.
+# a 2-core machine). They share the package's one context (runtime/tls.py), as its own clients do.
 _create_ssl_context = httpx._transports.default.create_ssl_context
 
 

@@ -1,5 +1,8 @@
 """The layers import one way: client <- batch <- notebook; the sandbox and the protocol stand alone.
 
+Beneath every layer lie the protocol (the spec's rules, no machinery), the runtime (time, TLS) and the
+media formats: each imports nothing of the package but itself and the protocol, so any layer may use them.
+
 Read from the source (every import, also the lazy ones inside functions), so a shortcut across a
 layer fails here rather than in a user's notebook without pandas, or in a sandbox run on its own.
 """
@@ -13,16 +16,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mediagen_nb"
 
 # layer -> what it must never import (module prefixes)
 FORBIDDEN = {
-    "protocol": (
-        "mediagen_nb.client",
-        "mediagen_nb.batch",
-        "mediagen_nb.notebook",
-        "mediagen_nb.sandbox",
-        "httpx",
-        "pandas",
-        "IPython",
-        "ipywidgets",
-    ),
+    "protocol": ("httpx", "pandas", "IPython", "ipywidgets"),
+    "runtime": ("httpx", "pandas", "IPython", "ipywidgets"),
+    "media_formats.py": ("httpx", "pandas", "IPython", "ipywidgets"),
     "sandbox": (
         "mediagen_nb.client",
         "mediagen_nb.batch",
@@ -63,11 +59,17 @@ def imports(module: Path) -> list[tuple[int, str]]:
     return found
 
 
+def modules_of(layer: str) -> list[Path]:
+    """The modules of ``layer``: a package's, or one module's own."""
+    where = PACKAGE / layer
+    return [where] if where.is_file() else sorted(where.rglob("*.py"))
+
+
 def crossings(layer: str) -> list[str]:
     """Every import in ``layer`` of what it must never import (the client starts the embedded sandbox
     through the launcher the top layer registers, so it has no allowed crossing either)."""
     bad = []
-    for module in sorted((PACKAGE / layer).rglob("*.py")):
+    for module in modules_of(layer):
         for line, name in imports(module):
             if any(name == f or name.startswith(f + ".") for f in FORBIDDEN[layer]):
                 bad.append(f"{module.relative_to(PACKAGE.parent)}:{line} imports {name}")
@@ -77,6 +79,60 @@ def crossings(layer: str) -> list[str]:
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_a_layer_imports_only_what_lies_below_it(layer: str) -> None:
     assert crossings(layer) == []
+
+
+# What lies beneath the layers -> the only parts of the package it may import: itself and the rules.
+BENEATH = {
+    "protocol": ("mediagen_nb.protocol",),
+    "runtime": ("mediagen_nb.runtime",),
+    "media_formats.py": ("mediagen_nb.protocol",),
+}
+
+
+@pytest.mark.parametrize("part", sorted(BENEATH))
+def test_what_lies_beneath_the_layers_imports_none_of_them(part: str) -> None:
+    """So every layer may import it, the sandbox too, without reaching the client through it."""
+    allowed = (*BENEATH[part], f"mediagen_nb.{part.removesuffix('.py')}")
+    bad = [
+        f"{module.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for module in modules_of(part)
+        for line, name in imports(module)
+        if name.startswith("mediagen_nb.") and not any(name == a or name.startswith(a + ".") for a in allowed)
+    ]
+    assert bad == []
+
+
+# What keeps time, runs threads, loops or processes, or holds sockets, TLS or stored state: run-time
+# machinery, which lives in ``runtime/`` (or the side that runs it), never among the spec's rules.
+MACHINERY = (
+    "asyncio",
+    "certifi",
+    "concurrent",
+    "filelock",
+    "multiprocessing",
+    "sched",
+    "selectors",
+    "signal",
+    "socket",
+    "sqlite3",
+    "ssl",
+    "subprocess",
+    "threading",
+    "time",
+)
+
+
+def machinery(module: Path) -> list[str]:
+    return [
+        f"{module.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for line, name in imports(module)
+        if name.split(".")[0] in MACHINERY
+    ]
+
+
+def test_the_protocol_holds_rules_not_run_time_machinery() -> None:
+    assert [found for module in modules_of("protocol") for found in machinery(module)] == []
+    assert machinery(PACKAGE / "runtime" / "clock.py")  # a clock put back among the rules would fail
 
 
 # The engines' adapters, the only modules that may import Ray or Daft (the [ray] and [daft] extras).

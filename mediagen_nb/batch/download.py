@@ -30,7 +30,7 @@ from mediagen_nb.batch.runner import MODEL, MODEL_COLUMNS, MODELS, ROW
 from mediagen_nb.client import files
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import save
-from mediagen_nb.protocol import tls
+from mediagen_nb.runtime import tls
 
 CONCURRENT = 8
 

@@ -21,8 +21,8 @@ import pandas as pd
 from mediagen_nb.batch import routing
 from mediagen_nb.batch.runner import MODEL, RESULT_COLUMNS, ROW
 from mediagen_nb.client import html
+from mediagen_nb.media_formats import kind_of_url
 from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.formats import kind_of_url
 
 PER_PAGE = 300  # cards on one page
 NOT_CAPTIONS = (*RESULT_COLUMNS, "local_path", "download_error")  # a run's own columns (any prefix)

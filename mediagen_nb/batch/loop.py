@@ -13,7 +13,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
-from mediagen_nb.protocol.clock import REAL
+from mediagen_nb.runtime.clock import REAL
 
 T = TypeVar("T")
 

@@ -24,9 +24,9 @@ from mediagen_nb.client.config import OWNER_HEADER, BearerAuth, Secret, Settings
 from mediagen_nb.client.core import Core
 from mediagen_nb.client.settings import ENV_MCP_URL
 from mediagen_nb.client.steps import Op, Pause, Record
-from mediagen_nb.protocol import tls
-from mediagen_nb.protocol.clock import Clock
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime import tls
+from mediagen_nb.runtime.clock import Clock
 
 T = TypeVar("T")
 REQUESTS_PER_CALL = (

@@ -33,8 +33,8 @@ from mediagen_nb.client.pacing import Limits
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.timing import ServiceClock
-from mediagen_nb.protocol.clock import REAL, Clock
 from mediagen_nb.protocol.paths import SERVICE_BASE_URL
+from mediagen_nb.runtime.clock import REAL, Clock
 
 if TYPE_CHECKING:
     from mediagen_nb.client.clients import AsyncClient, BaseClient, Client

@@ -27,8 +27,8 @@ from mediagen_nb.client.agent import Usage, check_usage
 from mediagen_nb.client.assemble import as_ledger, current, session_budget
 from mediagen_nb.client.clients import BaseClient
 from mediagen_nb.client.spending import BudgetStatus
-from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime import tls
 
 MONTH = re.compile(r"\d{4}-\d{2}")
 

@@ -31,8 +31,8 @@ from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.steps import Call, Op, Record
 from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.client.videos import Videos
-from mediagen_nb.protocol import tls
-from mediagen_nb.protocol.clock import REAL, Clock
+from mediagen_nb.runtime import tls
+from mediagen_nb.runtime.clock import REAL, Clock
 
 # Long polls hold a connection up to 55 s; the limiters, not the pool, bound how many are open.
 POOL = httpx.Limits(max_connections=None, max_keepalive_connections=64)

@@ -10,8 +10,8 @@ from html import escape
 from urllib.parse import urlsplit
 
 from mediagen_nb.client import previews
+from mediagen_nb.media_formats import kind_of_url
 from mediagen_nb.protocol.documents import KINDS
-from mediagen_nb.protocol.formats import kind_of_url
 
 _CARD = "font-family:sans-serif;font-size:13px;border:1px solid #ddd;border-radius:6px;padding:8px"
 _STATUS_COLORS = {

@@ -46,7 +46,7 @@ from mediagen_nb.client.ledger_schema import (  # noqa: F401  (the kinds of star
 )
 from mediagen_nb.client.settings import ENV_LEDGER, ledger_path
 from mediagen_nb.protocol import states
-from mediagen_nb.protocol.clock import REAL, Clock
+from mediagen_nb.runtime.clock import REAL, Clock
 
 LOCK_WAIT = 600.0  # seconds a call waits for another process's write lock before giving up
 LOCK_NOTICE = 1.0  # after this long, say (once) that we are waiting and for what

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from mediagen_nb.protocol import formats
-from mediagen_nb.protocol.formats import HEAD
+from mediagen_nb import media_formats
+from mediagen_nb.media_formats import HEAD
 
 _IMAGE_BRANDS = {b"avif": ".avif", b"avis": ".avif", b"heic": ".heic", b"heix": ".heic", b"mif1": ".heic"}
 _AUDIO_BRANDS = {b"M4A ", b"M4B "}
@@ -56,10 +56,10 @@ _FORMATS = {
 
 def sniff(head: bytes) -> Format | None:
     """The media format of a file that starts with ``head``, or None when it is no image, audio or video."""
-    found = formats.signature(head)
+    found = media_formats.signature(head)
     if found != "iso-media":
         return _FORMATS.get(found or "")
-    brand = formats.brand(head)
+    brand = media_formats.brand(head)
     if brand in _IMAGE_BRANDS:
         return _format("image", _IMAGE_BRANDS[brand])
     if brand in _AUDIO_BRANDS:

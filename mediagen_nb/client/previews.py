@@ -25,7 +25,7 @@ from mediagen_nb.client import settings
 from mediagen_nb.client.config import on_this_machine
 from mediagen_nb.client.errors import DownloadFailed
 from mediagen_nb.client.transport import MAX_MEDIA, fetch
-from mediagen_nb.protocol.formats import MEDIA_TYPES
+from mediagen_nb.media_formats import MEDIA_TYPES
 from mediagen_nb.protocol.schema import url_extension
 
 MODES = settings.PREVIEW_MODES

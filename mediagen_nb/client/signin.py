@@ -20,7 +20,7 @@ import httpx
 from mediagen_nb.client import errors
 from mediagen_nb.client.assemble import agent_server, signed_in
 from mediagen_nb.client.config import Secret, on_this_machine
-from mediagen_nb.protocol import tls
+from mediagen_nb.runtime import tls
 
 CLIENT_ID = "mediagen-nb"
 OUT_OF_BAND = "urn:ietf:wg:oauth:2.0:oob"

@@ -1,13 +1,13 @@
 """The client's one clock, in the service's seconds.
 
-As the sandbox turns its time scale into one clock object once (``protocol/clock.py``), the client's
+As the sandbox turns its time scale into one clock object once (``runtime/clock.py``), the client's
 assembler turns the settings' time scale into a :class:`ServiceClock` once: every wait, deadline and
 elapsed time of the client is then in the service's seconds, and only what is real by nature (a
 request's timeout on the network, the limiters' windows shared with other processes on wall time)
 asks the clock how long its service seconds take (:meth:`ServiceClock.real`).
 """
 
-from mediagen_nb.protocol.clock import Clock
+from mediagen_nb.runtime.clock import Clock
 
 
 class ServiceClock:

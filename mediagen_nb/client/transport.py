@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from mediagen_nb.client.errors import ConfigurationError, DownloadFailed, MediagenError, ServiceResponseError
-from mediagen_nb.protocol import tls
+from mediagen_nb.runtime import tls
 
 MAX_BODY = 32 * 2**20  # bytes; the service's answers are JSON of kilobytes, the catalog well under 1 MB
 _DROPPED_HEADERS = ("content-encoding", "content-length", "transfer-encoding")

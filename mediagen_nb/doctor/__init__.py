@@ -28,8 +28,9 @@ from mediagen_nb.doctor import checks, shapes
 from mediagen_nb.doctor.checks import Found, Result
 from mediagen_nb.doctor.paid import PaidRefused, paid, plan, recording
 from mediagen_nb.doctor.probe import Probe
-from mediagen_nb.protocol import tls, wire
+from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.environment import ENV_WIRE
+from mediagen_nb.runtime import tls
 
 OK, FAILED, REFUSED = 0, 1, 2
 

@@ -20,9 +20,10 @@ from mediagen_nb.client.config import Settings
 from mediagen_nb.client.resources import Generation, Model
 from mediagen_nb.doctor.checks import REPORT, Found, Result, credits, minimal_input
 from mediagen_nb.doctor.probe import Exchange, Probe, answer_body
-from mediagen_nb.protocol import limits, states, tls
+from mediagen_nb.protocol import limits, states
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.protocol.schema import media_kind
+from mediagen_nb.runtime import tls
 
 MOST_RUNS = 20  # a check, not a workload: under the service's 60 starts a minute
 

@@ -16,8 +16,8 @@ import httpx
 
 from mediagen_nb.client.config import BearerAuth, Secret
 from mediagen_nb.client.errors import MASKED, mask
-from mediagen_nb.protocol import tls
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime import tls
 
 TIMEOUT = 30.0
 MAX_BODY = 32 * 2**20  # as the client's cap

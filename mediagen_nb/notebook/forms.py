@@ -27,7 +27,7 @@ from mediagen_nb.notebook.live import Ticker, reused_note
 from mediagen_nb.notebook.prices import listed_price, price_inputs, quote, stand_in
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.clock import REAL, Clock
+from mediagen_nb.runtime.clock import REAL, Clock
 
 DEBOUNCE_S = 0.6
 # Parameters of Client.generate itself: inputs with these names go in an ``input`` dict instead.

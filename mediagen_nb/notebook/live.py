@@ -10,7 +10,7 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
-from mediagen_nb.protocol.clock import REAL, Clock
+from mediagen_nb.runtime.clock import REAL, Clock
 
 TICK_SECONDS = 1.0  # how often a status line's elapsed time moves
 

@@ -170,14 +170,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.time_scale <= 0:
         parser().error("--time-scale must be positive")
-    from mediagen_nb.protocol import sdk
     from mediagen_nb.protocol.wire import WireError
+    from mediagen_nb.runtime import mcp_sdk
     from mediagen_nb.sandbox import Sandbox
     from mediagen_nb.sandbox.catalog.snapshot import SnapshotError
     from mediagen_nb.sandbox.guard import Hosts
     from mediagen_nb.sandbox.state import StateError
 
-    sdk.own_process()
+    mcp_sdk.own_process()
 
     try:
         sandbox = Sandbox(

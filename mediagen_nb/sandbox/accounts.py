@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from mediagen_nb.protocol import limits, messages
-from mediagen_nb.protocol.clock import SimulatedClock
+from mediagen_nb.runtime.clock import SimulatedClock
 from mediagen_nb.sandbox.responses import ServiceError, bad_request
 
 DEMO_ACCOUNT = "demo"

@@ -12,8 +12,8 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, Response
 
 from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.clock import MAX_SKIP_SECONDS
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import MAX_SKIP_SECONDS
 from mediagen_nb.sandbox import uploads as upload_rules
 from mediagen_nb.sandbox.accounts import DEMO_ACCOUNT, MAX_CREDITS, VIA_APP, Caller
 from mediagen_nb.sandbox.lifecycle import top_up_url

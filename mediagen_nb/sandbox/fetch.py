@@ -14,7 +14,9 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import formats, limits, messages, schema, tls
+from mediagen_nb.media_formats import HEAD, looks_like_svg
+from mediagen_nb.protocol import limits, messages, schema
+from mediagen_nb.runtime import tls
 from mediagen_nb.sandbox.media import measure_seconds, vector
 from mediagen_nb.sandbox.responses import bad_request
 
@@ -81,7 +83,7 @@ async def image(url: str, own_files: OwnFiles) -> bytes:
     """An image input as a model sees it: downloaded, and an SVG converted to PNG (the spec's rule,
     drawn safely: ``media/vector.py``). :class:`Unreachable`, or ``vector.NotDrawable``."""
     data = await download(url, own_files)
-    if formats.looks_like_svg(data[: formats.HEAD]) or vector.is_svgz(data):
+    if looks_like_svg(data[:HEAD]) or vector.is_svgz(data):
         return await asyncio.to_thread(vector.to_png, data)
     return data
 

@@ -33,9 +33,10 @@ import httpx
 from filelock import FileLock
 
 from mediagen_nb._version import __version__
-from mediagen_nb.protocol import ownership, tls
+from mediagen_nb.protocol import ownership
 from mediagen_nb.protocol.environment import ENV_SANDBOX_HOSTS
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime import tls
 
 # Light on purpose: a client that finds the running sandbox loads none of the server (state.py and the
 # server are imported where a sandbox is served or its state deleted).
@@ -426,11 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=0, help="the port it had (taken: any free one)")
     p.add_argument("--time-scale", type=float, default=30.0, help="simulated seconds per real second")
     args = p.parse_args(argv)
-    from mediagen_nb.protocol import sdk
+    from mediagen_nb.runtime import mcp_sdk
     from mediagen_nb.sandbox.server import Sandbox
     from mediagen_nb.sandbox.state import StateError
 
-    sdk.own_process()
+    mcp_sdk.own_process()
     if hasattr(os, "umask"):
         os.umask(0o077)  # every file it makes from here on (state, media, uploads, their index) is 0600
     where = args.data_dir.resolve()

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
 from mediagen_nb.protocol import headers, limits, messages
-from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import SimulatedClock
 from mediagen_nb.sandbox.accounts import Accounts, Caller
 from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, too_many

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import messages, tls
+from mediagen_nb.protocol import messages
+from mediagen_nb.runtime import tls
 from mediagen_nb.sandbox.responses import bad_request
 
 USER_AGENT = "Service-Webhook/1"

@@ -14,9 +14,9 @@ import uvicorn
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mediagen_nb.protocol import wire
-from mediagen_nb.protocol.clock import ManualClock, SteppingClock
 from mediagen_nb.protocol.environment import ENV_BASE_URL, ENV_KEY, ENV_TIME_SCALE, ENV_WIRE
 from mediagen_nb.protocol.ownership import HEADER
+from mediagen_nb.runtime.clock import ManualClock, SteppingClock
 from mediagen_nb.sandbox.app import create_app
 from mediagen_nb.sandbox.guard import IN_PROCESS
 from mediagen_nb.sandbox.pipeline import DroppedConnection

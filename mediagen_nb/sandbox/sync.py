@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from mediagen_nb.protocol import paging, tls, wire
+from mediagen_nb.protocol import paging, wire
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime import tls
 from mediagen_nb.sandbox import nesting
 from mediagen_nb.sandbox.catalog import BUNDLED, Catalog
 from mediagen_nb.sandbox.catalog import snapshot as snapshots

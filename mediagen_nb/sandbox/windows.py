@@ -2,7 +2,7 @@
 
 from collections import deque
 
-from mediagen_nb.protocol.clock import SimulatedClock
+from mediagen_nb.runtime.clock import SimulatedClock
 
 
 class RollingWindow:

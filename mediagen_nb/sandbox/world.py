@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mediagen_nb.protocol import limits
-from mediagen_nb.protocol.clock import ManualClock, ScaledClock, SimulatedClock, Timer
 from mediagen_nb.protocol.paths import PATHS, path
 from mediagen_nb.protocol.wire import DEFAULT, Names
+from mediagen_nb.runtime.clock import ManualClock, ScaledClock, SimulatedClock, Timer
 from mediagen_nb.sandbox.accounts import DEMO_KEY, Accounts
 from mediagen_nb.sandbox.agent.access import Access
 from mediagen_nb.sandbox.faults import Faults

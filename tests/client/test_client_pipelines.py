@@ -33,8 +33,8 @@ from mediagen_nb.client import (
 )
 from mediagen_nb.client.clients import BaseClient
 from mediagen_nb.protocol import limits, messages, wire
-from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import SimulatedClock
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 TIKTOK = "https://www.tiktok.com/@a/video/123"

@@ -26,7 +26,7 @@ from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.steps import READ, START, Call, Op, Pause, Record
 from mediagen_nb.client.timing import ServiceClock
-from mediagen_nb.protocol.clock import ManualClock, SteppingClock
+from mediagen_nb.runtime.clock import ManualClock, SteppingClock
 
 BASE = "http://service.test"
 

@@ -23,8 +23,8 @@ from mediagen_nb.notebook.forms import Form, form, listed_price, main_text_field
 from mediagen_nb.notebook.parsing import parse_fields, split
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol import wire
-from mediagen_nb.protocol.clock import ManualClock
 from mediagen_nb.protocol.schema import media_kind
+from mediagen_nb.runtime.clock import ManualClock
 
 
 class Requests:

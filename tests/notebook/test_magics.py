@@ -24,8 +24,8 @@ from mediagen_nb.client import Estimate, Generation, Model, ReplicationRun, Shor
 from mediagen_nb.notebook.live import Live, describe
 from mediagen_nb.notebook.magics import HistoryTable, ModelTable, UsageTable
 from mediagen_nb.notebook.session import SESSION
-from mediagen_nb.protocol.clock import ManualClock
 from mediagen_nb.protocol.paths import PATHS
+from mediagen_nb.runtime.clock import ManualClock
 
 TIKTOK = "https://www.tiktok.com/@demo/video/7301"  # a platform link: the sandbox downloads nothing
 

@@ -361,8 +361,8 @@ def test_making_a_sandbox_does_not_load_the_sdk() -> None:
 
 OWN_PROCESS_CHILD = """
 import sys, time
-from mediagen_nb.protocol import sdk
-sdk.own_process()
+from mediagen_nb.runtime import mcp_sdk
+mcp_sdk.own_process()
 started = time.process_time()
 from mediagen_nb.sandbox.agent import server
 from mediagen_nb.sandbox.guard import Hosts

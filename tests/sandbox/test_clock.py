@@ -9,8 +9,8 @@ import pytest
 from _wait import turns, wait_until
 
 from mediagen_nb.client import AsyncClient, Client
-from mediagen_nb.protocol.clock import MAX_SKIP_SECONDS, ManualClock, ScaledClock
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import MAX_SKIP_SECONDS, ManualClock, ScaledClock
 from mediagen_nb.sandbox import Sandbox
 from mediagen_nb.sandbox.__main__ import parser
 

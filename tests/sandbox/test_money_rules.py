@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mediagen_nb.protocol import limits, messages
-from mediagen_nb.protocol.clock import ManualClock
+from mediagen_nb.runtime.clock import ManualClock
 from mediagen_nb.sandbox import lifecycle
 from mediagen_nb.sandbox.accounts import (
     DEMO_ACCOUNT,

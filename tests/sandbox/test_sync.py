@@ -18,8 +18,9 @@ from _hostile import Answer, data, serve
 from _shared import call_mediagen, environment
 from _spellings import THEIRS, names_file
 
-from mediagen_nb.protocol import sdk, wire
+from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime import mcp_sdk
 from mediagen_nb.sandbox import Sandbox
 from mediagen_nb.sandbox.__main__ import main as sandbox_main
 from mediagen_nb.sandbox.catalog import BY_ID
@@ -285,7 +286,7 @@ def test_a_snapshot_nested_past_the_bound_is_refused_in_one_line(
     """``mediagen sandbox --catalog DIR`` on a snapshot one of whose files nests too deep (edited, or
     written by a sync of an older version): one line naming the file, exit 1, nothing served."""
     (bundled_snapshot / file).write_bytes(DEEP_JSON)
-    monkeypatch.setattr(sdk, "own_process", lambda: None)  # this test process is not the sandbox's
+    monkeypatch.setattr(mcp_sdk, "own_process", lambda: None)  # this test process is not the sandbox's
     assert sandbox_main(["--catalog", str(bundled_snapshot)]) == 1
     err = capsys.readouterr().err
     deep = "nested more than 64 levels deep, deeper than the sandbox reads"

@@ -9,7 +9,7 @@
   of CPU to import (it builds jsonschema's grammars), so a sandbox loads it on its first ``/mcp``
   request (:class:`Loading`), off its event loop: a sandbox no agent calls never pays for it, and
   nothing but that first request waits. A sandbox in a process of its own skips the grammar that is
-  most of that cost (``protocol/sdk.py``).
+  most of that cost (``runtime/mcp_sdk.py``).
 """
 
 import asyncio

@@ -39,8 +39,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from mediagen_nb.protocol import messages
-from mediagen_nb.protocol.clock import SimulatedClock
 from mediagen_nb.protocol.paths import PATHS
+from mediagen_nb.runtime.clock import SimulatedClock
 from mediagen_nb.sandbox.accounts import DEMO_ACCOUNT, VIA_AGENT, Caller, bearer
 from mediagen_nb.sandbox.hardening import CONSENT_POLICY
 from mediagen_nb.sandbox.responses import ServiceError

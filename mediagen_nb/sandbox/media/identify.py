@@ -11,15 +11,15 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from mediagen_nb.protocol import formats
+from mediagen_nb.media_formats import HEAD, brand, signature
+from mediagen_nb.media_formats import MEDIA_TYPES as BY_EXTENSION
 from mediagen_nb.sandbox.media import vector
 
-HEAD_BYTES = formats.HEAD  # what the signature checks and the description read
+HEAD_BYTES = HEAD  # what the signature checks and the description read
 
 # Every type the sandbox stores and serves, by the extension it stores it with.
 MEDIA_TYPES: dict[str, str] = {
-    ext: formats.MEDIA_TYPES[f".{ext}"]
-    for ext in ("png", "jpg", "webp", "gif", "wav", "mp3", "mp4", "mov", "webm")
+    ext: BY_EXTENSION[f".{ext}"] for ext in ("png", "jpg", "webp", "gif", "wav", "mp3", "mp4", "mov", "webm")
 }
 # What it keeps of each signature (any MPEG audio frame claims an MP3: its parse decides).
 _KEPT = {
@@ -67,7 +67,7 @@ def identify(path: Path) -> Kind:
     """The medium of the file at ``path``; :class:`NotMedia` saying what it looks like otherwise."""
     with path.open("rb") as file:
         head = file.read(HEAD_BYTES)
-    found = formats.signature(head)
+    found = signature(head)
     if found == "svg":
         return Kind("svg")
     claimed = _claimed(found, head)
@@ -80,8 +80,8 @@ def identify(path: Path) -> Kind:
 
 def _claimed(found: str | None, head: bytes) -> str | None:
     """The medium a file of signature ``found`` starts like, among those the sandbox keeps."""
-    if found == "iso-media" and formats.brand(head) not in _AUDIO_MP4_BRANDS:
-        return "mov" if formats.brand(head) == b"qt  " else "mp4"
+    if found == "iso-media" and brand(head) not in _AUDIO_MP4_BRANDS:
+        return "mov" if brand(head) == b"qt  " else "mp4"
     if found == "ebml" and b"webm" in head[:64]:
         return "webm"
     return _KEPT.get(found or "")

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from urllib.parse import unquote_to_bytes
 from xml.etree import ElementTree
 
-from mediagen_nb.protocol import formats
+from mediagen_nb.media_formats import HEAD, looks_like_svg
 
 MAX_SVG_BYTES = 8 * 2**20  # larger files are refused before they are parsed
 MAX_SIDE = 2048  # the longest side of the PNG drawn
@@ -109,10 +109,10 @@ def is_svgz(data: bytes) -> bool:
     if not data.startswith(GZIP):
         return False
     try:
-        head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[: 64 * 2**10], formats.HEAD)
+        head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[: 64 * 2**10], HEAD)
     except zlib.error:
         return False
-    return formats.looks_like_svg(head)
+    return looks_like_svg(head)
 
 
 class _Chunks(io.BytesIO):
