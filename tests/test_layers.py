@@ -267,3 +267,17 @@ def test_only_the_assembler_reads_the_process_state() -> None:
         )
     )
     assert naming == ["client/assemble.py", "client/context.py"]
+
+
+def test_the_sandbox_state_file_stores_rows_of_resources_it_does_not_know() -> None:
+    """Each part of the sandbox dumps and loads its own resources (``sandbox/saved.py``), as moto's
+    backends do: ``state.py`` imports none of their modules, only the rows' contract (and the World's
+    type, to annotate), and builds no resource from its saved form."""
+    state = PACKAGE / "sandbox" / "state.py"
+    allowed = ("mediagen_nb.sandbox.saved", "mediagen_nb.sandbox.world.World")
+    named = [name for _, name in imports(state) if name.startswith("mediagen_nb.")]
+    assert [
+        name for name in named if not name.startswith(allowed) and name != "mediagen_nb.sandbox.world"
+    ] == []
+    tree = ast.parse(state.read_text())
+    assert [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "from_dict"] == []

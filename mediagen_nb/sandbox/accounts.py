@@ -8,6 +8,7 @@ balance or the ledger, or charges or refunds, after the clock passed the month's
 
 import secrets
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from mediagen_nb.protocol import limits, messages
 from mediagen_nb.runtime.clock import SimulatedClock
 from mediagen_nb.sandbox.responses import ServiceError, bad_request
+from mediagen_nb.sandbox.saved import Row, Rows
 
 DEMO_ACCOUNT = "demo"
 DEMO_KEY = "pk_live_sandbox_demo_key"  # public: a sandbox with an owner has a key of its own instead
@@ -187,6 +189,22 @@ class Accounts:
             else:
                 _take_back(months, entry["credits"])
         self.unsaved = False
+
+    def dump(self) -> Iterator[Row]:
+        """Every account and key as saved rows, when one changed since the last dump (the ledger is saved
+        entry by entry, from :attr:`ledger`)."""
+        if self.unsaved:
+            self.unsaved = False
+            yield from (("account", account.id, account.to_dict()) for account in self.accounts.values())
+            yield from (("key", key.id, key.to_dict()) for key in self.keys.values())
+
+    def load(self, rows: Rows, ledger: list[dict[str, Any]]) -> None:
+        """Take back the saved rows (:meth:`dump`) and the saved ledger."""
+        self.restore(
+            [Account.from_dict(data) for data in rows.get("account", {}).values()],
+            [ApiKey.from_dict(data) for data in rows.get("key", {}).values()],
+            ledger,
+        )
 
     def caller(self, ids: dict[str, str]) -> Caller:
         """The caller a saved resource names (:meth:`Caller.to_dict`)."""

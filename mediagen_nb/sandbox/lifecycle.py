@@ -16,7 +16,7 @@
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
@@ -26,6 +26,7 @@ from mediagen_nb.runtime.clock import SimulatedClock
 from mediagen_nb.sandbox.accounts import Accounts, Caller
 from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, not_found, too_many
+from mediagen_nb.sandbox.saved import IDEMPOTENCY, Row, Rows, text
 
 Outcome = Literal["succeed", "fail", "timeout"]
 SUCCEED: Outcome = "succeed"
@@ -69,6 +70,17 @@ class Idempotency:
         """Take back saved records (:meth:`to_dict`)."""
         for record in saved:
             self._records[(record["account"], record["key"])] = (record["id"], record["at"])
+
+    def dump(self, start: str) -> Iterator[Row]:
+        """The records made since the last dump, as saved rows of the keys of ``start`` (a kind of start)."""
+        marked = list(self.unsaved)
+        self.unsaved.clear()
+        for scoped in marked:
+            yield IDEMPOTENCY + start, text(list(scoped)), self.to_dict(scoped)
+
+    def load(self, rows: Rows, start: str) -> None:
+        """Take back the saved rows of the keys of ``start`` (:meth:`dump`)."""
+        self.restore(rows.get(IDEMPOTENCY + start, {}).values())
 
     def _live(self, scoped: tuple[str, str]) -> str | None:
         record = self._records.get(scoped)

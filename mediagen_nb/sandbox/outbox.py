@@ -13,6 +13,7 @@ import json
 import socket
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,10 +22,12 @@ import httpx
 from mediagen_nb.protocol import messages
 from mediagen_nb.runtime import tls
 from mediagen_nb.sandbox.responses import bad_request
+from mediagen_nb.sandbox.saved import Row, Rows
 
 USER_AGENT = "Service-Webhook/1"
 BLOCKED_SUFFIXES = (".local", ".internal", ".localhost")
 KEPT = 2000  # webhooks kept for GET /_sandbox/webhooks (and in the saved state), the newest
+KIND = "webhook"  # a webhook's rows in the saved state, by its number
 
 
 def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
@@ -82,12 +85,24 @@ class Outbox:
         self.sent: deque[dict[str, Any]] = deque(maxlen=KEPT)
         self.total = 0  # webhooks sent over the life of the state: the next one's number
         self.unsaved: dict[int, dict[str, Any]] = {}  # by number: sent, or delivered, since the last save
+        self._saved_from = 0  # the oldest number the saved state may still hold
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def restore(self, entries: list[tuple[int, dict[str, Any]]]) -> None:
-        """Take back saved webhooks (number, entry), oldest first."""
-        self.sent.extend(entry for _, entry in entries)
+    def dump(self) -> Iterator[Row]:
+        """The webhooks sent or delivered since the last dump, and the forgetting of those no longer kept."""
+        kept_from = max(0, self.total - KEPT)
+        marked = dict(self.unsaved)
+        self.unsaved.clear()
+        yield from ((KIND, str(number), entry) for number, entry in marked.items() if number >= kept_from)
+        yield from ((KIND, str(number), None) for number in range(self._saved_from, kept_from))
+        self._saved_from = max(self._saved_from, kept_from)
+
+    def load(self, rows: Rows) -> None:
+        """Take back the saved webhooks (:meth:`dump`): the newest :data:`KEPT`, the count goes on."""
+        entries = sorted((int(number), entry) for number, entry in rows.get(KIND, {}).items())
+        self.sent.extend(entry for _, entry in entries[-KEPT:])
         self.total = entries[-1][0] + 1 if entries else 0
+        self._saved_from = entries[0][0] if entries else 0
 
     async def check(self, url: Any) -> None:
         await check_url(url, allow_private=self.allow_private)

@@ -4,7 +4,8 @@ Everything the sandbox knows is kept: accounts, keys and balances, agent clients
 generations, analyses, replication runs, topic-to-video jobs, Idempotency-Keys, webhooks sent, its
 ledger of charges and refunds, its seed, the id generator's position, the fault plan and its clock
 (uploads and rendered media already live in the folder). One SQLite file (WAL): a row per resource
-(its ``to_dict``, as JSON; no pickle), a row per ledger entry, and meta rows. :meth:`State.save`
+(as JSON; no pickle), a row per ledger entry, and meta rows. Each part of the world dumps and loads its
+own rows (``saved.py``); this module only stores them, with the ledger and the meta. :meth:`State.save`
 writes what changed since the last save in one transaction; the app saves before each response
 starts, so a charge, a refund or a new resource is on disk before anyone hears of it, and every
 second for what timers change (which a restart would redo the same way: runs settle from their
@@ -14,18 +15,13 @@ saved times). A lock keeps a folder to one sandbox at a time.
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock, Timeout
 
-from mediagen_nb.sandbox.accounts import Account, ApiKey
-from mediagen_nb.sandbox.generation.backend import Generation
-from mediagen_nb.sandbox.lifecycle import Idempotency
-from mediagen_nb.sandbox.outbox import KEPT as WEBHOOKS_KEPT
-from mediagen_nb.sandbox.replication.resources import Analysis, Run
-from mediagen_nb.sandbox.topic_video.backend import Job
+from mediagen_nb.sandbox.saved import Rows, Saved, text
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -41,26 +37,16 @@ CREATE TABLE IF NOT EXISTS resources (
 );
 CREATE TABLE IF NOT EXISTS ledger (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
 """
-WEBHOOK = "webhook"
-IDEMPOTENCY = "idempotency:"  # + the kind of start
 
 
 class StateError(RuntimeError):
     """A data folder whose state this sandbox cannot use: in use by another sandbox, or unreadable."""
 
 
-def _text(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _idempotencies(world: "World") -> dict[str, Idempotency]:
-    """Every kind of start's Idempotency-Keys, by the name its rows are saved under."""
-    return {
-        "generation": world.generations.idempotency,
-        "analysis": world.replication.analysis_keys,
-        "run": world.replication.run_keys,
-        "job": world.topic.idempotency,
-    }
+def _parts(world: "World") -> tuple[Saved, ...]:
+    """The parts of ``world`` that save their own rows besides its accounts, loaded in this order after
+    the accounts (whose callers the resources name)."""
+    return (world.access, world.generations, world.replication, world.topic, world.outbox)
 
 
 class State:
@@ -117,32 +103,13 @@ class State:
         world.outbox.secret = bytes.fromhex(meta["webhookSecret"])
         rows = self._rows()
         ledger = [json.loads(body) for (body,) in self._db.execute("SELECT body FROM ledger ORDER BY seq")]
-        world.accounts.restore(
-            [Account.from_dict(d) for d in rows.get("account", {}).values()],
-            [ApiKey.from_dict(d) for d in rows.get("key", {}).values()],
-            ledger,
-        )
-        world.access.restore(list(rows.get("token", {}).values()))
-        caller = world.accounts.caller
-        gens = world.generations.items
-        for data in rows.get("generation", {}).values():
-            gens[data["id"]] = Generation.from_dict(data, caller(data["caller"]), world.catalog)
-        analyses = world.replication.analyses
-        for data in rows.get("analysis", {}).values():
-            analyses[data["id"]] = Analysis.from_dict(data, caller(data["caller"]))
-        for data in rows.get("run", {}).values():
-            run = Run.from_dict(data, analyses[data["analysisId"]], caller(data["caller"]), world.catalog)
-            world.replication.runs[run.id] = run
-        for data in rows.get("job", {}).values():
-            world.topic.jobs[data["id"]] = Job.from_dict(data, caller(data["caller"]))
-        for name, idempotency in _idempotencies(world).items():
-            idempotency.restore(rows.get(IDEMPOTENCY + name, {}).values())
-        webhooks = sorted((int(number), entry) for number, entry in rows.get(WEBHOOK, {}).items())
-        world.outbox.restore(webhooks[-WEBHOOKS_KEPT:])
-        self._meta = {name: _text(value) for name, value in meta.items()}
+        world.accounts.load(rows, ledger)
+        for part in _parts(world):
+            part.load(rows)
+        self._meta = {name: text(value) for name, value in meta.items()}
         self._ledger_saved = len(ledger)
 
-    def _rows(self) -> dict[str, dict[str, Any]]:
+    def _rows(self) -> Rows:
         """Every saved resource by kind and id (the ids' order is the order they were first saved)."""
         rows: dict[str, dict[str, Any]] = {}
         for kind, key, body in self._db.execute("SELECT kind, id, body FROM resources ORDER BY rowid"):
@@ -155,14 +122,21 @@ class State:
     def save(self, world: "World", *, clock: bool = False) -> None:
         """Write what changed since the last save, in one transaction (nothing when nothing did); the clock
         with any change, every few seconds, and when ``clock`` (the last save before stopping)."""
-        rows = [row for row in self._changed(world) if self._written.get(row[:2]) != hash(row[2])]
+        changed = list(self._changed(world))
+        gone = [(kind, key) for kind, key, body in changed if body is None and (kind, key) in self._written]
+        rows = [
+            (kind, key, body)
+            for kind, key, body in changed
+            if body is not None and self._written.get((kind, key)) != hash(body)
+        ]
         ledger = world.accounts.ledger[self._ledger_saved :]
-        meta = self._meta_changes(world, clock=clock or bool(rows or ledger))
-        if not (rows or ledger or meta):
+        meta = self._meta_changes(world, clock=clock or bool(rows or gone or ledger))
+        if not (rows or gone or ledger or meta):
             return
         db = self._db
         db.execute("BEGIN IMMEDIATE")
         try:
+            db.executemany("DELETE FROM resources WHERE kind=? AND id=?", gone)
             db.executemany(
                 "INSERT INTO resources (kind, id, body) VALUES (?, ?, ?) "
                 "ON CONFLICT(kind, id) DO UPDATE SET body=excluded.body",
@@ -170,51 +144,24 @@ class State:
             )
             db.executemany(
                 "INSERT OR REPLACE INTO ledger (seq, body) VALUES (?, ?)",
-                [(entry["seq"], _text(entry)) for entry in ledger],
+                [(entry["seq"], text(entry)) for entry in ledger],
             )
             db.executemany("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", meta.items())
-            if any(kind == WEBHOOK for kind, _, _ in rows):
-                db.execute(
-                    "DELETE FROM resources WHERE kind=? AND CAST(id AS INTEGER) < ?",
-                    (WEBHOOK, world.outbox.total - WEBHOOKS_KEPT),
-                )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
-        self._written.update(((kind, key), hash(text)) for kind, key, text in rows)
+        for row in gone:
+            del self._written[row]
+        self._written.update(((kind, key), hash(body)) for kind, key, body in rows)
         self._meta.update(meta)
         self._ledger_saved += len(ledger)
 
-    def _changed(self, world: "World") -> Iterator[tuple[str, str, str]]:
-        """Every row marked changed since the last save (the marks are cleared)."""
-        accounts = world.accounts
-        if accounts.unsaved:
-            accounts.unsaved = False
-            yield from (("account", a.id, _text(a.to_dict())) for a in accounts.accounts.values())
-            yield from (("key", k.id, _text(k.to_dict())) for k in accounts.keys.values())
-        issued = list(world.access.unsaved)
-        world.access.unsaved.clear()
-        tokens = world.access.tokens
-        yield from (("token", tokens[s].id, _text(tokens[s].to_dict())) for s in issued if s in tokens)
-        services: list[tuple[str, set[str], Any]] = [
-            ("generation", world.generations.unsaved, world.generations.items),
-            ("analysis", world.replication.unsaved_analyses, world.replication.analyses),
-            ("run", world.replication.unsaved_runs, world.replication.runs),
-            ("job", world.topic.unsaved, world.topic.jobs),
-        ]
-        for kind, unsaved, items in services:
-            marked = list(unsaved)
-            unsaved.clear()
-            yield from ((kind, key, _text(items[key].to_dict())) for key in marked if key in items)
-        for name, idempotency in _idempotencies(world).items():
-            marked_keys = list(idempotency.unsaved)
-            idempotency.unsaved.clear()
-            for scoped in marked_keys:
-                yield IDEMPOTENCY + name, _text(list(scoped)), _text(idempotency.to_dict(scoped))
-        sent = dict(world.outbox.unsaved)
-        world.outbox.unsaved.clear()
-        yield from ((WEBHOOK, str(number), _text(entry)) for number, entry in sent.items())
+    def _changed(self, world: "World") -> Iterator[tuple[str, str, str | None]]:
+        """Every row each part dumps (changed since the last save; None: forgotten), as JSON text."""
+        for dump in (world.accounts.dump(), *(part.dump() for part in _parts(world))):
+            for kind, key, body in dump:
+                yield kind, key, None if body is None else text(body)
 
     def _meta_changes(self, world: "World", *, clock: bool) -> dict[str, str]:
         """Meta rows whose value changed; the clock with any other change, else every few seconds."""
@@ -228,25 +175,26 @@ class State:
         if world.ids_unsaved or "ids" not in self._meta:
             world.ids_unsaved = False
             values["ids"] = world.ids_state()
-        texts = {name: _text(value) for name, value in values.items()}
+        texts = {name: text(value) for name, value in values.items()}
         changed = {name: text for name, text in texts.items() if self._meta.get(name) != text}
         now = time.monotonic()
         if clock or changed or now - self._clock_saved >= CLOCK_EVERY:
-            changed["clock"] = _text(world.clock.to_dict())
+            changed["clock"] = text(world.clock.to_dict())
             self._clock_saved = now
         return changed
 
     # -- reset and close --------------------------------------------------------------------------
 
-    def wipe(self) -> None:
-        """Forget every resource, ledger entry and meta row (webhooks sent stay, as they do in memory)."""
+    def wipe(self, keep: Collection[str] = ()) -> None:
+        """Forget every resource, ledger entry and meta row, but the rows of the kinds in ``keep`` (of a
+        part that outlives a reset, as webhooks sent do in memory)."""
         db = self._db
         db.execute("BEGIN IMMEDIATE")
-        db.execute("DELETE FROM resources WHERE kind != ?", (WEBHOOK,))
+        db.execute(f"DELETE FROM resources WHERE kind NOT IN ({','.join('?' * len(keep))})", tuple(keep))
         db.execute("DELETE FROM ledger")
         db.execute("DELETE FROM meta")
         db.execute("COMMIT")
-        self._written = {key: digest for key, digest in self._written.items() if key[0] == WEBHOOK}
+        self._written = {key: digest for key, digest in self._written.items() if key[0] in keep}
         self._meta = {}
         self._ledger_saved = 0
 

@@ -20,6 +20,7 @@ from mediagen_nb.sandbox.faults import Faults
 from mediagen_nb.sandbox.fetch import Unreachable
 from mediagen_nb.sandbox.guard import Owner
 from mediagen_nb.sandbox.media import MediaSpec, MediaStore
+from mediagen_nb.sandbox.outbox import KIND as WEBHOOKS
 from mediagen_nb.sandbox.outbox import Outbox
 from mediagen_nb.sandbox.uploads import Uploads
 from mediagen_nb.sandbox.windows import RollingWindow
@@ -129,7 +130,7 @@ class World:
         self.build(self.config.seed if self.config.seed is not None else secrets.randbits(63))
         self.instance = uuid.uuid4().hex  # never from the seed: a replayed session is another instance
         if self.state is not None:
-            self.state.wipe()
+            self.state.wipe(keep=(WEBHOOKS,))  # the outbox outlives a reset
             self.save()
 
     def new_id(self) -> str:

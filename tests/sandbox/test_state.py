@@ -22,6 +22,7 @@ from _wait import wait_until
 from mediagen_nb.protocol import messages, states, wire
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
+from mediagen_nb.sandbox.outbox import KEPT, KIND
 from mediagen_nb.sandbox.state import StateError
 
 SCALE = 600.0
@@ -233,3 +234,31 @@ def test_without_a_data_folder_nothing_is_written(tmp_path: Path, monkeypatch: p
         assert sandbox.world.state is None
         assert Api(sandbox).run(IMAGE).status_code == 201
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_file_keeps_the_newest_webhooks_across_saves_restarts_and_resets(tmp_path: Path) -> None:
+    """The outbox keeps its newest ``KEPT`` webhooks and says which rows to forget as older ones leave."""
+
+    def saved_numbers() -> list[int]:
+        with sqlite3.connect(tmp_path / "state.sqlite") as db:
+            return sorted(int(n) for (n,) in db.execute("SELECT id FROM resources WHERE kind=?", (KIND,)))
+
+    sandbox = Sandbox(data_dir=tmp_path)  # recorded only: a public host is never posted to here
+    for number in range(KEPT + 3):
+        sandbox.world.outbox.send("https://hooks.example.com/in", {"number": number})
+        if number in (1, KEPT, KEPT + 2):  # saves in between: the rows that left are forgotten as they go
+            sandbox.world.save()
+    assert saved_numbers() == list(range(3, KEPT + 3))
+    sandbox.world.reset()
+    assert saved_numbers() == list(range(3, KEPT + 3)), "webhooks sent outlive a reset, as in memory"
+    sandbox.close()
+    again = Sandbox(data_dir=tmp_path)
+    outbox = again.world.outbox
+    assert (outbox.total, len(outbox.sent), json.loads(outbox.sent[0]["body"])) == (
+        KEPT + 3,
+        KEPT,
+        {"number": 3},
+    )
+    outbox.send("https://hooks.example.com/in", {"number": KEPT + 3})
+    again.close()
+    assert saved_numbers() == list(range(4, KEPT + 4))

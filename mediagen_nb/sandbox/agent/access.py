@@ -31,6 +31,7 @@ import html
 import re
 import secrets
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -44,6 +45,7 @@ from mediagen_nb.runtime.clock import SimulatedClock
 from mediagen_nb.sandbox.accounts import DEMO_ACCOUNT, VIA_AGENT, Caller, bearer
 from mediagen_nb.sandbox.hardening import CONSENT_POLICY
 from mediagen_nb.sandbox.responses import ServiceError
+from mediagen_nb.sandbox.saved import Row, Rows
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -58,6 +60,7 @@ TOKEN_PREFIX = "mgat_"
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")  # BASE64URL(SHA-256(verifier)), unpadded (RFC 7636)
 VERIFIER = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+TOKEN = "token"  # an access token's rows in the saved state
 MAX_ASKED = 1000  # sign-ins waiting for the user's click; the oldest are dropped past it
 
 
@@ -128,8 +131,15 @@ class Access:
         self._asked: dict[str, Asked] = {}  # by the consent form's one-time value; never saved
         self.unsaved: set[str] = set()  # secrets of tokens issued since the state was saved
 
-    def restore(self, saved: list[dict[str, Any]]) -> None:
-        self.tokens = {t.secret: t for t in map(AccessToken.from_dict, saved)}
+    def dump(self) -> Iterator[Row]:
+        """The access tokens issued since the last dump, as saved rows."""
+        issued = list(self.unsaved)
+        self.unsaved.clear()
+        yield from ((TOKEN, self.tokens[s].id, self.tokens[s].to_dict()) for s in issued if s in self.tokens)
+
+    def load(self, rows: Rows) -> None:
+        """Take back the saved access tokens (:meth:`dump`)."""
+        self.tokens = {t.secret: t for t in map(AccessToken.from_dict, rows.get(TOKEN, {}).values())}
 
     def ask(self, params: dict[str, str]) -> tuple[str, Asked]:
         """A sign-in checked as OAuth says, waiting for the user's consent: the consent form's one-time

@@ -6,7 +6,7 @@ paid start shares (idempotency, cap, moderation, balance, the 503 rule, outcomes
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +16,12 @@ from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.fetch import media_seconds
 from mediagen_nb.sandbox.generation.outputs import face_frame, output_specs, seen_images
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, too_many
+from mediagen_nb.sandbox.saved import Row, Rows
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
 
-RESOURCE = "generation"  # the ledger's name for it
+RESOURCE = "generation"  # the ledger's name for it, and its rows' in the saved state
 WEBHOOK_FIELDS = ("id", "modelId", "status", "output", "error")
 
 
@@ -141,6 +142,20 @@ class GenerationBackend:
             world.clock, retention=None, chars=limits.IDEMPOTENCY_KEY_CHARS
         )
         self.unsaved: set[str] = set()  # ids of generations made or changed since the state was saved
+
+    def dump(self) -> Iterator[Row]:
+        """The generations made or changed since the last dump, and the keys of new starts, as saved rows."""
+        marked = list(self.unsaved)
+        self.unsaved.clear()
+        yield from ((RESOURCE, key, self.items[key].to_dict()) for key in marked if key in self.items)
+        yield from self.idempotency.dump(RESOURCE)
+
+    def load(self, rows: Rows) -> None:
+        """Take back the saved generations and keys (:meth:`dump`); their callers are the accounts'."""
+        caller, models = self.world.accounts.caller, self.world.catalog
+        for data in rows.get(RESOURCE, {}).values():
+            self.items[data["id"]] = Generation.from_dict(data, caller(data["caller"]), models)
+        self.idempotency.load(rows, RESOURCE)
 
     def resume(self) -> None:
         """After a restart from saved state: each running generation settles at its own time again."""

@@ -22,7 +22,7 @@ Rules the spec leaves open, chosen here (every draw is seeded by the sandbox see
 """
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -37,6 +37,7 @@ from mediagen_nb.sandbox.replication.links import Source, classify, probe, words
 from mediagen_nb.sandbox.replication.resources import Analysis, Run, RunRequest, run_request
 from mediagen_nb.sandbox.replication.takes import MULTI_SHOT_MODELS, Take, pack, take_input
 from mediagen_nb.sandbox.responses import bad_request
+from mediagen_nb.sandbox.saved import Row, Rows
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -47,6 +48,7 @@ SHOTS_ONLY_SHARE = 0.25
 ANALYSIS_BASE_SECONDS, ANALYSIS_PER_SECOND = 20.0, 0.75
 BLUEPRINT_BASE_SECONDS, BLUEPRINT_PER_CLIP = 15.0, 2.0
 MARKETING_DELAY_SECONDS = 8.0
+ANALYSIS, RUN = "analysis", "run"  # their rows in the saved state
 SIZES = {"9:16": (180, 320), "16:9": (320, 180)}
 
 
@@ -63,6 +65,28 @@ class ReplicationBackend:
         # Ids made or changed since the state was saved.
         self.unsaved_analyses: set[str] = set()
         self.unsaved_runs: set[str] = set()
+
+    def dump(self) -> Iterator[Row]:
+        """The analyses and runs made or changed since the last dump, and the keys of new starts, as saved
+        rows."""
+        analyses, runs = list(self.unsaved_analyses), list(self.unsaved_runs)
+        self.unsaved_analyses.clear()
+        self.unsaved_runs.clear()
+        yield from ((ANALYSIS, key, self.analyses[key].to_dict()) for key in analyses if key in self.analyses)
+        yield from ((RUN, key, self.runs[key].to_dict()) for key in runs if key in self.runs)
+        yield from self.analysis_keys.dump(ANALYSIS)
+        yield from self.run_keys.dump(RUN)
+
+    def load(self, rows: Rows) -> None:
+        """Take back the saved analyses, runs and keys (:meth:`dump`); their callers are the accounts'."""
+        caller, models = self.world.accounts.caller, self.world.catalog
+        for data in rows.get(ANALYSIS, {}).values():
+            self.analyses[data["id"]] = Analysis.from_dict(data, caller(data["caller"]))
+        for data in rows.get(RUN, {}).values():
+            analysis = self.analyses[data["analysisId"]]
+            self.runs[data["id"]] = Run.from_dict(data, analysis, caller(data["caller"]), models)
+        self.analysis_keys.load(rows, ANALYSIS)
+        self.run_keys.load(rows, RUN)
 
     def resume(self) -> None:
         """After a restart from saved state: every pending analysis, build and run step fires again."""

@@ -16,7 +16,7 @@ prices are in ``steps.py``, the script in ``script.py``, the body's choices in `
   It sends no webhook (the spec names none for it).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from mediagen_nb.sandbox import lifecycle, shape
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec
 from mediagen_nb.sandbox.responses import bad_request
+from mediagen_nb.sandbox.saved import Row, Rows
 from mediagen_nb.sandbox.topic_video import options
 from mediagen_nb.sandbox.topic_video.script import ANGLES, speech_seconds, write_script
 from mediagen_nb.sandbox.topic_video.steps import (
@@ -41,7 +42,7 @@ from mediagen_nb.sandbox.topic_video.steps import (
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
 
-RESOURCE = "job"  # the ledger's name for it
+RESOURCE = "job"  # the ledger's name for it, and its rows' in the saved state
 PORTRAIT_SIZE = (288, 512)
 VIDEO_SIZE = (180, 320)
 ENDED = (states.DONE, states.FAILED)
@@ -193,6 +194,20 @@ class TopicVideoBackend:
         self.jobs: dict[str, Job] = {}
         self.idempotency = lifecycle.Idempotency(world.clock, retention=None)
         self.unsaved: set[str] = set()  # ids of jobs made or changed since the state was saved
+
+    def dump(self) -> Iterator[Row]:
+        """The jobs made or changed since the last dump, and the keys of new starts, as saved rows."""
+        marked = list(self.unsaved)
+        self.unsaved.clear()
+        yield from ((RESOURCE, key, self.jobs[key].to_dict()) for key in marked if key in self.jobs)
+        yield from self.idempotency.dump(RESOURCE)
+
+    def load(self, rows: Rows) -> None:
+        """Take back the saved jobs and keys (:meth:`dump`); their callers are the accounts'."""
+        caller = self.world.accounts.caller
+        for data in rows.get(RESOURCE, {}).values():
+            self.jobs[data["id"]] = Job.from_dict(data, caller(data["caller"]))
+        self.idempotency.load(rows, RESOURCE)
 
     def resume(self) -> None:
         """After a restart from saved state: each running job's steps fire at their times again."""
