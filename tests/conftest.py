@@ -1,4 +1,14 @@
-"""Shared fixtures: a fresh sandbox per test, reached over real HTTP (in-process ASGI or uvicorn)."""
+"""Shared fixtures: a fresh sandbox per test, reached over real HTTP (in-process ASGI or uvicorn).
+
+A test about time runs on the manual clock: mark it (or its module, with ``pytestmark``)
+``@pytest.mark.manual_clock`` and its ``sandbox``, ``api`` and ``served`` (and the fixtures built on them:
+``kit``, ``sandbox_client``, ``async_client``) are on virtual time that stands still until the test moves
+it (``sandbox.advance(s)``, ``POST /_sandbox/clock``) or a client steps it (``Client.for_sandbox`` gives
+its clients a stepping clock, so their pauses are instant and exact). A long poll's hold moves it too,
+until its generation settles or its wait is up, as if that much time had passed. ``@pytest.mark.scaled_clock``
+on a test of such a module keeps it on the fast real clock (a test whose subject is that clock). The
+closer marker wins; unmarked tests run at x600 real time, which only tests that never look at time should.
+"""
 
 import os
 import signal
@@ -151,10 +161,30 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def clock_options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The clock of a test's sandbox: manual under ``manual_clock``, else x600 (the closer marker wins)."""
+    for marker in request.node.iter_markers():
+        if marker.name == "manual_clock":
+            return {"clock": "manual"}
+        if marker.name == "scaled_clock":
+            break
+    return {"time_scale": TIME_SCALE}
+
+
+def make_sandbox(request: pytest.FixtureRequest, spelling: wire.Names) -> Sandbox:
+    """A sandbox on the test's clock (seed 1, loopback webhooks allowed). On the manual clock the test and
+    its clients are the only movers, so a hold (a long poll) moves the clock itself instead of hanging."""
+    config = SandboxConfig(**clock_options(request), seed=1, allow_private_webhooks=True, wire=spelling)
+    made = Sandbox(config)
+    if config.clock == "manual":
+        made.world.clock.jump_holds = True  # type: ignore[attr-defined]  # a ManualClock
+    return made
+
+
 @pytest.fixture
-def sandbox(spelling: wire.Names) -> Sandbox:
-    """An in-process sandbox, fast clock, loopback webhooks allowed."""
-    return Sandbox(SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True, wire=spelling))
+def sandbox(request: pytest.FixtureRequest, spelling: wire.Names) -> Sandbox:
+    """An in-process sandbox on the test's clock (x600, or manual under ``manual_clock``)."""
+    return make_sandbox(request, spelling)
 
 
 @pytest.fixture
@@ -170,10 +200,9 @@ async def api(sandbox: Sandbox) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-def served(spelling: wire.Names) -> Iterator[Sandbox]:
-    """A sandbox served by uvicorn on 127.0.0.1 (for tests that need a real socket)."""
-    config = SandboxConfig(time_scale=TIME_SCALE, seed=1, allow_private_webhooks=True, wire=spelling)
-    with Sandbox(config) as sandbox:
+def served(request: pytest.FixtureRequest, spelling: wire.Names) -> Iterator[Sandbox]:
+    """A sandbox served by uvicorn on 127.0.0.1 (for tests that need a real socket), on the test's clock."""
+    with make_sandbox(request, spelling) as sandbox:
         yield sandbox
 
 
