@@ -1,4 +1,7 @@
-"""The sandbox's accounts and keys over HTTP: credentials, expiry, suspension, plans, balance, caps."""
+"""The sandbox's accounts and keys over HTTP: credentials, expiry, suspension, plans, balance, caps.
+
+On the manual clock: a key expires and a month turns only as a test advances it, to the second.
+"""
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,6 +27,8 @@ INFO = path("sandbox_info")
 DAY = 86400
 IMAGE = {"modelId": "gpt-image-2", "input": {"prompt": "a cat"}}  # 8 credits
 
+pytestmark = pytest.mark.manual_clock
+
 
 @asynccontextmanager
 async def client_for(sandbox: Sandbox, authorization: str | None) -> AsyncIterator[httpx.AsyncClient]:
@@ -37,14 +42,6 @@ async def client_for(sandbox: Sandbox, authorization: str | None) -> AsyncIterat
 
 def bearer(key: str) -> str:
     return f"Bearer {key}"
-
-
-@pytest.fixture
-async def slow_sandbox() -> AsyncIterator[Sandbox]:
-    """A sandbox on a real-time clock, so a month boundary can be approached to the second."""
-    box = Sandbox(SandboxConfig(time_scale=1.0, seed=1, allow_private_webhooks=True))
-    yield box
-    box.world.reset()  # cancel the pending run timers
 
 
 def message_of(response: httpx.Response) -> str:
@@ -253,11 +250,11 @@ async def test_cap_is_per_key(sandbox: Sandbox, api: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.anyio
-async def test_cap_resets_next_calendar_month(slow_sandbox: Sandbox) -> None:
+async def test_cap_resets_next_calendar_month(sandbox: Sandbox) -> None:
     """The cap counts one calendar month: full a minute before midnight, open again after it."""
-    async with client_for(slow_sandbox, bearer(slow_sandbox.demo_key)) as api:
+    async with client_for(sandbox, bearer(sandbox.demo_key)) as api:
         key = await new_key(api, monthlyCap=10)
-        async with client_for(slow_sandbox, bearer(key)) as client:
+        async with client_for(sandbox, bearer(key)) as client:
             await advance(api, await seconds_to_next_month(api) - 120)
             assert (await run(client)).status_code == 201
             await advance(api, 60)
@@ -283,12 +280,12 @@ async def test_refund_gives_back_cap_room(sandbox: Sandbox, api: httpx.AsyncClie
 
 
 @pytest.mark.anyio
-async def test_refund_in_a_later_month_does_not_raise_that_month_cap(slow_sandbox: Sandbox) -> None:
+async def test_refund_in_a_later_month_does_not_raise_that_month_cap(sandbox: Sandbox) -> None:
     """A run charged in one month and refunded in the next gives room back to the month it was charged in."""
-    async with client_for(slow_sandbox, bearer(slow_sandbox.demo_key)) as api:
+    async with client_for(sandbox, bearer(sandbox.demo_key)) as api:
         key = await new_key(api, monthlyCap=10)
         await api.post(FAULTS, json={"modelScript": ["fail"]})
-        async with client_for(slow_sandbox, bearer(key)) as client:
+        async with client_for(sandbox, bearer(key)) as client:
             await advance(api, await seconds_to_next_month(api) - 5)
             failed = (await run(client)).json()["data"]  # charged in the old month
             await advance(api, 3600)
@@ -308,9 +305,9 @@ async def test_each_plans_monthly_credits_are_granted_at_the_month_turn(api: htt
     """The spec's 3,000 (Scale) and 8,000 (Ultra) a month: added at each calendar month's turn, once per
     month however far the clock jumps, each a ledger entry; a plan without API access gets none here."""
     await api.post(ACCOUNT, json={"balance": 100})
-    await advance(api, await seconds_to_next_month(api) - 60)
-    assert await balance(api) == 100  # a minute before the turn: nothing yet
-    await advance(api, 120)
+    await advance(api, await seconds_to_next_month(api) - 1)
+    assert await balance(api) == 100  # a second before the turn: nothing yet
+    await advance(api, 1)  # the turn itself
     assert await balance(api) == 100 + limits.PLAN_CREDITS["scale"] == 3100
     assert (await run(api)).status_code == 201  # the balance a run is charged from has the grant
     grant, charge = await ledger(api)
@@ -366,7 +363,7 @@ async def test_a_grant_is_on_the_ledger_the_moment_the_month_turns() -> None:
 
 def test_granted_months_survive_a_restart(tmp_path: Path) -> None:
     """A kept sandbox grants a month once: its state keeps the month granted and the ledger's grants."""
-    config = SandboxConfig(time_scale=600, seed=1, data_dir=tmp_path)
+    config = SandboxConfig(clock="manual", seed=1, data_dir=tmp_path)
     with Sandbox(config) as first, httpx.Client(base_url=str(first.base_url), timeout=30) as control:
         now = datetime.fromisoformat(control.get(INFO).json()["data"]["now"].replace("Z", "+00:00"))
         control.post(CLOCK, json={"advance": (32 - now.day) * DAY}).raise_for_status()

@@ -1,4 +1,7 @@
-"""The sandbox's generation API over HTTP: error table, start-check order, idempotency, lifecycle, limits."""
+"""The sandbox's generation API over HTTP: error table, start-check order, idempotency, lifecycle, limits.
+
+On the manual clock: a generation runs, a window rolls and a time limit comes only as a test advances it.
+"""
 
 import asyncio
 import math
@@ -11,7 +14,7 @@ import pytest
 
 from mediagen_nb.protocol import limits, messages
 from mediagen_nb.protocol.paths import path
-from mediagen_nb.sandbox import Sandbox, SandboxConfig, catalog
+from mediagen_nb.sandbox import Sandbox, catalog
 
 BASE = "http://sandbox.test"
 RUN = path("run")
@@ -23,6 +26,8 @@ FAULTS = path("sandbox_faults")
 CLOCK = path("sandbox_clock")
 INFO = path("sandbox_info")
 SETTLE = limits.RUNTIME_HARD_SECONDS + 1  # every generation has ended this long after its start
+
+pytestmark = pytest.mark.manual_clock
 
 
 def sample(name: str) -> str:
@@ -48,14 +53,6 @@ async def client_for(sandbox: Sandbox, key: str | None) -> AsyncIterator[httpx.A
         transport=sandbox.transport(), base_url=BASE, headers=headers, timeout=30
     ) as client:
         yield client
-
-
-@pytest.fixture
-async def slow_sandbox() -> AsyncIterator[Sandbox]:
-    """A sandbox on a real-time clock: rolling windows and time limits can be hit precisely."""
-    box = Sandbox(SandboxConfig(time_scale=1.0, seed=1, allow_private_webhooks=True))
-    yield box
-    box.world.reset()  # cancel the pending run timers
 
 
 async def new_key(api: httpx.AsyncClient, **options: Any) -> str:
@@ -351,14 +348,14 @@ async def test_shape_checks_before_idempotent_replay(api: httpx.AsyncClient) -> 
 
 
 @pytest.mark.anyio
-async def test_replay_beats_start_limit_and_limit_beats_required(slow_sandbox: Sandbox) -> None:
+async def test_replay_beats_start_limit_and_limit_beats_required(sandbox: Sandbox) -> None:
     """Check 4 (replay) wins over check 5 (60 starts a minute), which wins over check 6 (required)."""
-    async with client_for(slow_sandbox, slow_sandbox.demo_key) as api:
+    async with client_for(sandbox, sandbox.demo_key) as api:
         other_key = await new_key(api)
         swift = {"modelId": "flare-1-swift", "input": {"prompt": "a cat"}}
         first = await api.post(RUN, json=swift, headers={"Idempotency-Key": "k-limit"})
         assert first.status_code == 201
-        async with client_for(slow_sandbox, other_key) as second:
+        async with client_for(sandbox, other_key) as second:
             for i in range(limits.STARTS_PER_ACCOUNT - 1):  # keys share the account's start limit
                 client = api if i % 2 else second
                 assert (await client.post(RUN, json=swift)).status_code == 201
@@ -540,24 +537,30 @@ async def test_lifecycle_and_outputs(
 
 
 @pytest.mark.anyio
-async def test_wait_long_poll(api: httpx.AsyncClient) -> None:
-    """``wait`` answers stillRunning on expiry for a slow job, and the final state otherwise."""
+async def test_wait_long_poll(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
+    """``wait`` holds for its seconds and answers stillRunning on expiry for a slow job, and the final state
+    the moment the job ends otherwise."""
+    clock = sandbox.world.clock
     slow = await start(api, "infinitetalk", TALK)  # about 186 simulated seconds
+    ends = sandbox.world.generations.items[slow["id"]].finish_at
+    began = clock.now()
     waited = await read(api, slow["id"], wait=limits.WAIT_MIN_SECONDS)
     assert waited["status"] == "processing" and waited["stillRunning"] is True
+    assert clock.now() - began == pytest.approx(limits.WAIT_MIN_SECONDS)  # it held its whole wait
     plain = await read(api, slow["id"])
     assert "stillRunning" not in plain
-    final = waited
-    for _ in range(40):  # each poll holds at most 55 simulated seconds
-        final = await read(api, slow["id"], wait=limits.WAIT_MAX_SECONDS)
-        if final["status"] != "processing":
-            break
-        assert final["stillRunning"] is True
-    assert final["status"] == "succeeded" and "stillRunning" not in final
+    polls = [waited]
+    while polls[-1]["status"] == "processing":  # each poll holds at most 55 simulated seconds
+        assert polls[-1]["stillRunning"] is True and len(polls) < 10
+        polls.append(await read(api, slow["id"], wait=limits.WAIT_MAX_SECONDS))
+    assert polls[-1]["status"] == "succeeded" and "stillRunning" not in polls[-1]
+    assert len(polls) == 1 + math.ceil((ends - began - limits.WAIT_MIN_SECONDS) / limits.WAIT_MAX_SECONDS)
+    assert clock.now() - ends == pytest.approx(0, abs=1e-3)  # answered as it ended, not at the wait's end
 
     quick = await start(api, "flare-1-swift", {"prompt": "a cat"})  # about 5 simulated seconds
     done = await read(api, quick["id"], wait=limits.WAIT_MAX_SECONDS)
     assert done["status"] == "succeeded" and "stillRunning" not in done
+    assert clock.now() - sandbox.world.generations.items[quick["id"]].finish_at == pytest.approx(0, abs=1e-3)
 
 
 @pytest.mark.anyio
@@ -665,9 +668,9 @@ async def test_estimate_checks_input_and_key(api: httpx.AsyncClient, sandbox: Sa
 
 
 @pytest.mark.anyio
-async def test_hang_times_out_after_15_minutes_plus_media(slow_sandbox: Sandbox) -> None:
+async def test_hang_times_out_after_15_minutes_plus_media(sandbox: Sandbox) -> None:
     """A hung run fails at 15 min + 5 s per media second, with ``Generation timed out``, refunded."""
-    async with client_for(slow_sandbox, slow_sandbox.demo_key) as api:
+    async with client_for(sandbox, sandbox.demo_key) as api:
         await api.post(FAULTS, json={"modelScript": ["hang", "hang"]})
         talk = await start(api, "zonos2", SPEAK)
         image = await start(api, "gpt-image-2", {"prompt": "a cat"})
@@ -693,9 +696,9 @@ async def test_hang_times_out_after_15_minutes_plus_media(slow_sandbox: Sandbox)
 
 
 @pytest.mark.anyio
-async def test_long_media_hits_the_30_minute_hard_limit(slow_sandbox: Sandbox) -> None:
+async def test_long_media_hits_the_30_minute_hard_limit(sandbox: Sandbox) -> None:
     """With over 180 s of input audio, the 30-minute hard limit ends the run before 15 min + 5 s/s."""
-    async with client_for(slow_sandbox, slow_sandbox.demo_key) as api:
+    async with client_for(sandbox, sandbox.demo_key) as api:
         speech = await start(api, "zonos2", {**SPEAK, "text": "word " * 600})  # 3000 characters: 200 s
         spoken = await finish(api, speech["id"])
         assert spoken["status"] == "succeeded"
