@@ -1,4 +1,7 @@
-"""The request and start limits over HTTP: rolling 60-second windows per key and per account."""
+"""The request and start limits over HTTP: rolling 60-second windows per key and per account.
+
+On the manual clock: a window moves only as a test advances it.
+"""
 
 import asyncio
 import uuid
@@ -12,23 +15,22 @@ import pytest
 
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
-from mediagen_nb.sandbox import Sandbox, SandboxConfig
+from mediagen_nb.sandbox import Sandbox
 
 ESTIMATE = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse at dusk"}}
 START = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse at dusk", "quality": "low"}}
 RATE_HEADER_WORDS = ("ratelimit", "rate-limit", "retry-after", "x-ratelimit")
 
 
-@pytest.fixture
-def slow() -> Sandbox:
-    """A sandbox on real time (scale 1): the window only moves when a test advances the clock."""
-    return Sandbox(SandboxConfig(time_scale=1, seed=1))
+pytestmark = pytest.mark.manual_clock
 
 
 @pytest.fixture
-async def client(slow: Sandbox) -> AsyncIterator[httpx.AsyncClient]:
-    """A keyless client on the slow sandbox; each call passes its key."""
-    async with httpx.AsyncClient(transport=slow.transport(), base_url="http://sandbox.test", timeout=30) as c:
+async def client(sandbox: Sandbox) -> AsyncIterator[httpx.AsyncClient]:
+    """A keyless client on the sandbox; each call passes its key."""
+    async with httpx.AsyncClient(
+        transport=sandbox.transport(), base_url="http://sandbox.test", timeout=30
+    ) as c:
         yield c
 
 
@@ -70,10 +72,10 @@ def _assert_key_limit_refusal(response: httpx.Response) -> None:
 
 @pytest.mark.anyio
 async def test_sixty_requests_then_refused_until_the_window_moves(
-    client: httpx.AsyncClient, slow: Sandbox
+    client: httpx.AsyncClient, sandbox: Sandbox
 ) -> None:
     """60 pass, the 61st is a bare 429; still refused at +58 s; free again past the 60 s mark."""
-    key = slow.demo_key
+    key = sandbox.demo_key
     assert await _estimates(client, key, 60) == [200] * 60
     _assert_key_limit_refusal(await client.post(path("estimate"), json=ESTIMATE, headers=_auth(key)))
     # Polls count too, and are refused the same way.
@@ -86,9 +88,9 @@ async def test_sixty_requests_then_refused_until_the_window_moves(
 
 
 @pytest.mark.anyio
-async def test_window_rolls_rather_than_refills(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_window_rolls_rather_than_refills(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """Requests staggered 30/20/10 across the window free up in the same steps as they age out."""
-    key = slow.demo_key
+    key = sandbox.demo_key
     assert await _estimates(client, key, 30) == [200] * 30  # t = 0
     await _advance(client, 20)
     assert await _estimates(client, key, 20) == [200] * 20  # t = 20
@@ -106,12 +108,12 @@ async def test_window_rolls_rather_than_refills(client: httpx.AsyncClient, slow:
 
 
 @pytest.mark.anyio
-async def test_limit_is_per_key(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_limit_is_per_key(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """A second key of the same account has its own 60 requests."""
     other = await _new_key(client, "second")
-    assert await _estimates(client, slow.demo_key, 61) == [200] * 60 + [429]
+    assert await _estimates(client, sandbox.demo_key, 61) == [200] * 60 + [429]
     assert await _estimates(client, other, 61) == [200] * 60 + [429]
-    assert await _estimates(client, slow.demo_key, 1) == [429]
+    assert await _estimates(client, sandbox.demo_key, 1) == [429]
 
 
 async def _start(
@@ -121,9 +123,9 @@ async def _start(
 
 
 @pytest.mark.anyio
-async def test_sixty_starts_per_account_across_keys(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_sixty_starts_per_account_across_keys(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """30 + 30 starts on two keys, then a third key (with request budget) gets ``Too many generations``."""
-    first, second, third = slow.demo_key, await _new_key(client, "b"), await _new_key(client, "c")
+    first, second, third = sandbox.demo_key, await _new_key(client, "b"), await _new_key(client, "c")
     for key in (first, second):
         for _ in range(30):
             response = await _start(client, key)
@@ -145,9 +147,9 @@ async def test_sixty_starts_per_account_across_keys(client: httpx.AsyncClient, s
 
 
 @pytest.mark.anyio
-async def test_refused_starts_do_not_use_start_budget(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_refused_starts_do_not_use_start_budget(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """Starts refused by later checks (missing field, bad enum) release their place in the window."""
-    keys = [slow.demo_key] + [await _new_key(client, f"k{i}") for i in range(3)]
+    keys = [sandbox.demo_key] + [await _new_key(client, f"k{i}") for i in range(3)]
     missing = {"modelId": "gpt-image-2", "input": {"quality": "low"}}
     bad_enum = {"modelId": "gpt-image-2", "input": {"prompt": "x", "quality": "ultra"}}
     for i in range(50):
@@ -164,9 +166,9 @@ async def test_refused_starts_do_not_use_start_budget(client: httpx.AsyncClient,
 
 
 @pytest.mark.anyio
-async def test_idempotent_replays_are_not_starts(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_idempotent_replays_are_not_starts(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """29 replays of one Idempotency-Key return the same generation and leave 59 starts to use."""
-    first, second, third = slow.demo_key, await _new_key(client, "b"), await _new_key(client, "c")
+    first, second, third = sandbox.demo_key, await _new_key(client, "b"), await _new_key(client, "c")
     created = await _start(client, first, **{"Idempotency-Key": "same-start"})
     assert created.status_code == 201
     gen_id = created.json()["data"]["id"]
@@ -187,9 +189,9 @@ async def test_idempotent_replays_are_not_starts(client: httpx.AsyncClient, slow
 
 
 @pytest.mark.anyio
-async def test_key_limit_refusals_charge_nothing(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_key_limit_refusals_charge_nothing(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """Starts refused by the key's request limit are not charged and not started."""
-    key = slow.demo_key
+    key = sandbox.demo_key
     for _ in range(60):
         assert (await _start(client, key)).status_code == 201
     balance = (await client.get(path("sandbox_account"))).json()["data"]["balance"]
@@ -197,14 +199,14 @@ async def test_key_limit_refusals_charge_nothing(client: httpx.AsyncClient, slow
         _assert_key_limit_refusal(await _start(client, key))
     assert len(await _ledger(client)) == 60
     assert (await client.get(path("sandbox_account"))).json()["data"]["balance"] == balance
-    assert len(slow.world.generations.items) == 60
+    assert len(sandbox.world.generations.items) == 60
 
 
 @pytest.mark.anyio
-async def test_concurrent_requests_exactly_sixty_pass(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_concurrent_requests_exactly_sixty_pass(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """100 concurrent requests on one key: exactly 60 succeed and 40 get the key-limit 429."""
     responses = await asyncio.gather(
-        *(client.post(path("estimate"), json=ESTIMATE, headers=_auth(slow.demo_key)) for _ in range(100))
+        *(client.post(path("estimate"), json=ESTIMATE, headers=_auth(sandbox.demo_key)) for _ in range(100))
     )
     statuses = Counter(r.status_code for r in responses)
     assert statuses == {200: 60, 429: 40}
@@ -214,9 +216,9 @@ async def test_concurrent_requests_exactly_sixty_pass(client: httpx.AsyncClient,
 
 
 @pytest.mark.anyio
-async def test_concurrent_starts_exactly_sixty_start(client: httpx.AsyncClient, slow: Sandbox) -> None:
+async def test_concurrent_starts_exactly_sixty_start(client: httpx.AsyncClient, sandbox: Sandbox) -> None:
     """100 concurrent starts over two keys: exactly 60 generations start and are charged."""
-    keys = [slow.demo_key, await _new_key(client, "b")]
+    keys = [sandbox.demo_key, await _new_key(client, "b")]
     responses = await asyncio.gather(*(_start(client, keys[i % 2]) for i in range(100)))
     statuses = Counter(r.status_code for r in responses)
     assert statuses == {201: 60, 429: 40}
@@ -224,17 +226,16 @@ async def test_concurrent_starts_exactly_sixty_start(client: httpx.AsyncClient, 
     assert len(await _ledger(client)) == 60
 
 
-def test_served_sandbox_under_threads() -> None:
+def test_served_sandbox_under_threads(served: Sandbox) -> None:
     """80 requests from 16 threads over real HTTP: exactly 60 OK (200), the rest the key-limit 429."""
-    with Sandbox(SandboxConfig(time_scale=1, seed=1)) as served:
-        url = served.base_url + path("estimate")
-        with httpx.Client(headers=_auth(served.demo_key), timeout=30) as http:
+    url = served.base_url + path("estimate")
+    with httpx.Client(headers=_auth(served.demo_key), timeout=30) as http:
 
-            def one(_: int) -> tuple[int, bytes]:
-                response = http.post(url, json=ESTIMATE)
-                return response.status_code, response.content
+        def one(_: int) -> tuple[int, bytes]:
+            response = http.post(url, json=ESTIMATE)
+            return response.status_code, response.content
 
-            with ThreadPoolExecutor(max_workers=16) as pool:
-                results = list(pool.map(one, range(80)))
+        with ThreadPoolExecutor(max_workers=16) as pool:
+            results = list(pool.map(one, range(80)))
     assert Counter(status for status, _ in results) == {200: 60, 429: 20}
     assert {content for status, content in results if status == 429} == {b'"API key rate limit exceeded"'}
