@@ -18,7 +18,7 @@ from mediagen_nb.sandbox.replication import takes
 from mediagen_nb.sandbox.replication.backend import MARKETING_DELAY_SECONDS
 from mediagen_nb.sandbox.replication.blueprint import HARD_FADE
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.manual_clock]
 
 BASE = "http://sandbox.test"
 CLIP = "https://sandbox.test/_sandbox/samples/clip.mp4"  # 24 s, 9:16; the sandbox reads its own files
@@ -32,18 +32,20 @@ async def analyze(api: httpx.AsyncClient, url: str = CLIP, **headers: str) -> ht
     return await api.post(path("analyze"), json={"url": url}, headers=headers)
 
 
-async def ready(api: httpx.AsyncClient, url: str = CLIP) -> dict[str, Any]:
+async def ready(api: httpx.AsyncClient, sandbox: Sandbox, url: str = CLIP) -> dict[str, Any]:
     """A ready analysis whose clip prompts are written (building the blueprint when needed)."""
     response = await analyze(api, url)
     assert response.status_code == 201, response.text
     analysis_id = response.json()["data"]["analysisId"]
     where = path("analysis", id=analysis_id)
-    data = (await poll(api, where, lambda d: d["status"] != "analyzing"))[-1]
+    data = (await poll(api, sandbox, where, lambda d: d["status"] != "analyzing"))[-1]
     assert data["status"] == "ready", data
     if data["blueprint"]["clips"][0]["prompt"] is None:
         built = await api.post(path("blueprint", id=analysis_id))
         assert built.json()["data"][wire.BLUEPRINT_STARTED] is True
-        data = (await poll(api, where, lambda d: d["blueprint"]["clips"][0]["prompt"] is not None))[-1]
+        data = (await poll(api, sandbox, where, lambda d: d["blueprint"]["clips"][0]["prompt"] is not None))[
+            -1
+        ]
     return data
 
 
@@ -53,8 +55,10 @@ async def replicate(
     return await api.post(path("replicate", id=analysis_id), json=body, headers=headers)
 
 
-async def finished_run(api: httpx.AsyncClient, run_id: str) -> list[dict[str, Any]]:
-    return await poll(api, path("replication_run", id=run_id), lambda d: d["status"] in ("done", "failed"))
+async def finished_run(api: httpx.AsyncClient, sandbox: Sandbox, run_id: str) -> list[dict[str, Any]]:
+    return await poll(
+        api, sandbox, path("replication_run", id=run_id), lambda d: d["status"] in ("done", "failed")
+    )
 
 
 def entries(sandbox: Sandbox, resource_id: str, kind: str | None = None) -> list[dict[str, Any]]:
@@ -138,7 +142,7 @@ async def test_analysis_goes_ready_with_every_field(api: httpx.AsyncClient, sand
     assert data == {"analysisId": data["analysisId"], "status": "analyzing", "creditsSpent": 5}
     assert [(e["kind"], e["credits"]) for e in entries(sandbox, data["analysisId"])] == [("charge", 5)]
     where = path("analysis", id=data["analysisId"])
-    reads = await poll(api, where, lambda d: d["status"] != "analyzing")
+    reads = await poll(api, sandbox, where, lambda d: d["status"] != "analyzing")
     last = reads[-1]
     # A read while it analyzes has no blueprint yet (on a loaded machine even the first read may come
     # after it ended: the start's own answer above is the analyzing state every time).
@@ -176,8 +180,10 @@ async def test_analysis_goes_ready_with_every_field(api: httpx.AsyncClient, sand
     assert again == last, "a ready analysis reads the same every time"
 
 
-async def test_platform_analysis_stores_an_mp4_of_its_length(api: httpx.AsyncClient) -> None:
-    data = await ready(api, "https://www.youtube.com/watch?v=abc123")
+async def test_platform_analysis_stores_an_mp4_of_its_length(
+    api: httpx.AsyncClient, sandbox: Sandbox
+) -> None:
+    data = await ready(api, sandbox, "https://www.youtube.com/watch?v=abc123")
     assert data["blueprint"]["aspect"] == "16:9"
     assert limits.SOURCE_VIDEO_MAX_SECONDS >= data["durationSeconds"] >= 12
     video = await api.get(data["videoUrl"])
@@ -186,7 +192,7 @@ async def test_platform_analysis_stores_an_mp4_of_its_length(api: httpx.AsyncCli
 
 
 async def test_analyze_idempotency_key_returns_the_original_for_24_hours(
-    api: httpx.AsyncClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+    api: httpx.AsyncClient, sandbox: Sandbox
 ) -> None:
     first = await analyze(api, **{"Idempotency-Key": "once"})
     again = await analyze(api, "https://www.tiktok.com/@x/video/1", **{"Idempotency-Key": "once"})
@@ -197,8 +203,10 @@ async def test_analyze_idempotency_key_returns_the_original_for_24_hours(
     assert [e["credits"] for e in sandbox.world.accounts.ledger] == [5]
     other = await analyze(api, **{"Idempotency-Key": "twice"})
     assert other.json()["data"]["analysisId"] != analysis_id
-    later = sandbox.world.clock.now() + limits.IDEMPOTENCY_RETENTION_SECONDS + 1
-    monkeypatch.setattr(sandbox.world.clock, "now", lambda: later)
+    sandbox.advance(limits.IDEMPOTENCY_RETENTION_SECONDS - 1)
+    kept = await analyze(api, **{"Idempotency-Key": "once"})
+    assert kept.status_code == 200 and kept.json()["data"]["analysisId"] == analysis_id
+    sandbox.advance(2)  # past the 24 hours
     expired = await analyze(api, **{"Idempotency-Key": "once"})
     assert expired.status_code == 201 and expired.json()["data"]["analysisId"] != analysis_id
     assert [e["credits"] for e in sandbox.world.accounts.ledger] == [5, 5, 5]
@@ -209,7 +217,9 @@ async def test_analysis_failure_is_refunded(api: httpx.AsyncClient, sandbox: San
     before = balance(sandbox)
     analysis_id = (await analyze(api)).json()["data"]["analysisId"]
     assert balance(sandbox) == before - 5
-    data = (await poll(api, path("analysis", id=analysis_id), lambda d: d["status"] != "analyzing"))[-1]
+    data = (await poll(api, sandbox, path("analysis", id=analysis_id), lambda d: d["status"] != "analyzing"))[
+        -1
+    ]
     assert data["status"] == "failed" and "refunded" in data["error"] and data["blueprint"] is None
     assert [(e["kind"], e["credits"]) for e in entries(sandbox, analysis_id)] == [
         ("charge", 5),
@@ -218,11 +228,9 @@ async def test_analysis_failure_is_refunded(api: httpx.AsyncClient, sandbox: San
     assert balance(sandbox) == before
 
 
-async def test_hung_analysis_times_out_and_is_refunded(
-    api: httpx.AsyncClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_hung_analysis_times_out_and_is_refunded(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
     await api.post(path("sandbox_faults"), json={"modelScript": ["hang"]})
-    clock = SimClock(sandbox, monkeypatch)
+    clock = SimClock(sandbox)
     analysis_id = (await analyze(api)).json()["data"]["analysisId"]
     where = path("analysis", id=analysis_id)
     clock.to(clock.at + limits.RUNTIME_BASE_SECONDS - 1)
@@ -262,7 +270,7 @@ async def test_analyze_balance_and_key_cap(api: httpx.AsyncClient, sandbox: Sand
 
 
 async def test_unknown_and_foreign_ids_are_not_found(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
-    data = await ready(api)
+    data = await ready(api, sandbox)
     run = await replicate(api, data["analysisId"], {"clips": [0]})
     run_id = run.json()["data"]["runId"]
     async with await other_client(api, sandbox) as other:
@@ -283,7 +291,9 @@ async def test_unknown_and_foreign_ids_are_not_found(api: httpx.AsyncClient, san
 # ----------------------------------------------------------------------------------------- blueprint
 
 
-async def test_shot_list_only_analysis_needs_the_blueprint_built(api: httpx.AsyncClient) -> None:
+async def test_shot_list_only_analysis_needs_the_blueprint_built(
+    api: httpx.AsyncClient, sandbox: Sandbox
+) -> None:
     analysis_id = (await analyze(api, SHOTS)).json()["data"]["analysisId"]
     where = path("analysis", id=analysis_id)
     early = await api.post(path("blueprint", id=analysis_id))
@@ -292,7 +302,7 @@ async def test_shot_list_only_analysis_needs_the_blueprint_built(api: httpx.Asyn
     )
     not_ready = await replicate(api, analysis_id, {})
     assert (not_ready.status_code, message(not_ready)) == (400, messages.FLOW_NOT_READY)
-    data = (await poll(api, where, lambda d: d["status"] != "analyzing"))[-1]
+    data = (await poll(api, sandbox, where, lambda d: d["status"] != "analyzing"))[-1]
     assert data["status"] == "ready"
     assert all(clip["prompt"] is None for clip in data["blueprint"]["clips"])
     assert (
@@ -304,7 +314,7 @@ async def test_shot_list_only_analysis_needs_the_blueprint_built(api: httpx.Asyn
     assert started.status_code == 200 and started.json()["data"] == {wire.BLUEPRINT_STARTED: True}
     building = (await api.post(path("blueprint", id=analysis_id))).json()["data"]
     assert building[wire.BLUEPRINT_STARTED] is False and "being built" in building[wire.BLUEPRINT_REASON]
-    built = (await poll(api, where, lambda d: d["blueprint"]["clips"][0]["prompt"] is not None))[-1]
+    built = (await poll(api, sandbox, where, lambda d: d["blueprint"]["clips"][0]["prompt"] is not None))[-1]
     assert all(isinstance(clip["prompt"], str) and clip["prompt"] for clip in built["blueprint"]["clips"])
     done = (await api.post(path("blueprint", id=analysis_id))).json()["data"]
     assert done == {
@@ -354,18 +364,16 @@ async def test_shot_list_only_analysis_needs_the_blueprint_built(api: httpx.Asyn
 async def test_replicate_body_rules(
     api: httpx.AsyncClient, sandbox: Sandbox, body: dict[str, Any], status: int, expected: str
 ) -> None:
-    analysis_id = (await ready(api, TIKTOK))["analysisId"]
+    analysis_id = (await ready(api, sandbox, TIKTOK))["analysisId"]
     before = len(sandbox.world.accounts.ledger)
     response = await replicate(api, analysis_id, body)
     assert (response.status_code, message(response)) == (status, expected)
     assert len(sandbox.world.accounts.ledger) == before and sandbox.world.replication.runs == {}
 
 
-async def test_run_states_outputs_charges_and_webhook(
-    api: httpx.AsyncClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    analysis = await ready(api)
-    clock = SimClock(sandbox, monkeypatch)
+async def test_run_states_outputs_charges_and_webhook(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
+    analysis = await ready(api, sandbox)
+    clock = SimClock(sandbox)
     body = {
         "accuracy": "exact",
         "captions": True,
@@ -432,17 +440,20 @@ async def test_run_states_outputs_charges_and_webhook(
     assert measure_seconds(output.content, ".mp4") == pytest.approx(analysis["durationSeconds"], abs=0.2)
 
 
+@pytest.mark.scaled_clock  # its subject: the fast real clock drives the whole pipeline
 async def test_run_reaches_done_in_scaled_time(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
-    analysis = await ready(api)
+    analysis = await ready(api, sandbox)
     run_id = (await replicate(api, analysis["analysisId"], {"clips": [1, 2]})).json()["data"]["runId"]
-    reads = await finished_run(api, run_id)
+    reads = await finished_run(api, sandbox, run_id)
     order = ["generating", "stitching", "done"]
     statuses = [order.index(r["status"]) for r in reads]
     assert statuses == sorted(statuses) and reads[-1]["status"] == "done"
     assert reads[-1]["totalClips"] == reads[-1]["doneClips"] == 2 and reads[-1]["cleanOutputVideoUrl"] is None
     assert reads[-1]["quality"] == "medium"
     later = (
-        await poll(api, path("replication_run", id=run_id), lambda d: d["marketingVideoUrl"] is not None)
+        await poll(
+            api, sandbox, path("replication_run", id=run_id), lambda d: d["marketingVideoUrl"] is not None
+        )
     )[-1]
     assert later["marketingVideoUrl169"] is not None
 
@@ -456,7 +467,7 @@ def takes_of(sandbox: Sandbox, run_id: str) -> list[list[int]]:
 
 
 async def test_accuracy_packs_clips_into_takes(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
-    analysis = await ready(api)
+    analysis = await ready(api, sandbox)
     clips = analysis["blueprint"]["clips"]
     run_ids = {}
     for accuracy in replication_rules.ACCURACIES:
@@ -467,7 +478,7 @@ async def test_accuracy_packs_clips_into_takes(api: httpx.AsyncClient, sandbox: 
     )
     picked = await replicate(api, analysis["analysisId"], {"accuracy": "fast", "clips": [3, 0, 2]})
     for run_id in [*run_ids.values(), kling.json()["data"]["runId"], picked.json()["data"]["runId"]]:
-        assert (await finished_run(api, run_id))[-1]["status"] == "done"
+        assert (await finished_run(api, sandbox, run_id))[-1]["status"] == "done"
     everyone = list(range(len(clips)))
     exact, fast, balanced = (takes_of(sandbox, run_ids[a]) for a in ("exact", "fast", "balanced"))
     assert exact == [[i] for i in everyone]
@@ -487,11 +498,11 @@ async def test_accuracy_packs_clips_into_takes(api: httpx.AsyncClient, sandbox: 
 
 
 async def test_failed_clip_is_refunded_and_fails_the_run(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
-    analysis = await ready(api)
+    analysis = await ready(api, sandbox)
     await api.post(path("sandbox_faults"), json={"modelScript": ["ok", "fail"]})
     body = {"accuracy": "exact", "clips": [0, 1, 2], "webhook": HOOK}
     run_id = (await replicate(api, analysis["analysisId"], body)).json()["data"]["runId"]
-    data = (await finished_run(api, run_id))[-1]
+    data = (await finished_run(api, sandbox, run_id))[-1]
     assert (
         data["status"] == "failed"
         and data["error"].startswith("Clip 1 failed")
@@ -505,12 +516,10 @@ async def test_failed_clip_is_refunded_and_fails_the_run(api: httpx.AsyncClient,
     assert payload["error"] == data["error"]
 
 
-async def test_hung_clip_times_out_and_is_refunded(
-    api: httpx.AsyncClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    analysis = await ready(api)
+async def test_hung_clip_times_out_and_is_refunded(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
+    analysis = await ready(api, sandbox)
     await api.post(path("sandbox_faults"), json={"modelScript": ["hang"]})
-    clock = SimClock(sandbox, monkeypatch)
+    clock = SimClock(sandbox)
     run_id = (await replicate(api, analysis["analysisId"], {"clips": [0]})).json()["data"]["runId"]
     clock.to(clock.at + limits.RUNTIME_BASE_SECONDS - 1)
     assert (await api.get(path("replication_run", id=run_id))).json()["data"]["status"] == "generating"
@@ -521,10 +530,10 @@ async def test_hung_clip_times_out_and_is_refunded(
 
 
 async def test_balance_running_out_mid_run_fails_the_remaining_clips(
-    api: httpx.AsyncClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+    api: httpx.AsyncClient, sandbox: Sandbox
 ) -> None:
-    analysis = await ready(api)
-    clock = SimClock(sandbox, monkeypatch)
+    analysis = await ready(api, sandbox)
+    clock = SimClock(sandbox)
     body = {"accuracy": "exact", "clips": [0, 1, 2], "webhook": HOOK}
     run_id = (await replicate(api, analysis["analysisId"], body)).json()["data"]["runId"]
     run = sandbox.world.replication.runs[run_id]
@@ -542,7 +551,7 @@ async def test_balance_running_out_mid_run_fails_the_remaining_clips(
 async def test_replicate_start_needs_balance_and_cap_and_refunds_a_503(
     api: httpx.AsyncClient, sandbox: Sandbox
 ) -> None:
-    analysis_id = (await ready(api))["analysisId"]
+    analysis_id = (await ready(api, sandbox))["analysisId"]
     base = len(sandbox.world.accounts.ledger)
     model = catalog.BY_ID["seedance-2-fast-i2v"]
     clip = sandbox.world.replication.analyses[analysis_id].blueprint["clips"][0]
@@ -564,14 +573,14 @@ async def test_replicate_start_needs_balance_and_cap_and_refunds_a_503(
 
 
 async def test_replicate_idempotency_key(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
-    analysis_id = (await ready(api))["analysisId"]
+    analysis_id = (await ready(api, sandbox))["analysisId"]
     first = await replicate(api, analysis_id, {"clips": [0]}, **{"Idempotency-Key": "run-1"})
     again = await replicate(api, analysis_id, {"clips": [0]}, **{"Idempotency-Key": "run-1"})
     assert (first.status_code, again.status_code) == (201, 200)
     assert first.json()["data"] == again.json()["data"]
     assert len(sandbox.world.replication.runs) == 1
     run_id = first.json()["data"]["runId"]
-    await finished_run(api, run_id)
+    await finished_run(api, sandbox, run_id)
     assert len(entries(sandbox, run_id, "charge")) == 1
     other = await replicate(api, analysis_id, {"clips": [0]}, **{"Idempotency-Key": "run-2"})
     assert other.status_code == 201 and other.json()["data"]["runId"] != run_id

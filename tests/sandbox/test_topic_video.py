@@ -16,7 +16,7 @@ from mediagen_nb.sandbox.topic_video.options import FLOWS
 from mediagen_nb.sandbox.topic_video.script import ANGLES
 from mediagen_nb.sandbox.topic_video.steps import LIPSYNC_CREDITS_PER_SECOND
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.manual_clock]
 
 BASE = "http://sandbox.test"
 HOOK = "http://127.0.0.1:9/hook"  # loopback: allowed by the test sandbox, recorded in the outbox
@@ -29,8 +29,8 @@ READ_FIELDS = {
 }  # fmt: skip
 
 
-async def finished(api: httpx.AsyncClient, job_id: str) -> list[dict[str, Any]]:
-    return await poll(api, path("job", id=job_id), lambda d: d["status"] in ("done", "failed"))
+async def finished(api: httpx.AsyncClient, sandbox: Sandbox, job_id: str) -> list[dict[str, Any]]:
+    return await poll(api, sandbox, path("job", id=job_id), lambda d: d["status"] in ("done", "failed"))
 
 
 async def start(api: httpx.AsyncClient, **body: Any) -> str:
@@ -120,10 +120,8 @@ async def test_defaults_fallbacks_and_topic_cut(api: httpx.AsyncClient, sandbox:
     assert cut.endswith("energy.") and long_topic.startswith(cut)
 
 
-async def test_job_stages_fields_and_charges_step_by_step(
-    api: httpx.AsyncClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    clock = SimClock(sandbox, monkeypatch)
+async def test_job_stages_fields_and_charges_step_by_step(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
+    clock = SimClock(sandbox)
     before = balance(sandbox)
     job_id = await start(api, topic="Why cats sleep so much", seconds=30, webhook=HOOK)
     job = sandbox.world.topic.jobs[job_id]
@@ -189,9 +187,10 @@ async def test_job_stages_fields_and_charges_step_by_step(
     assert measure_seconds(video.content, ".mp4") == pytest.approx(job.speech_seconds, abs=0.2)
 
 
+@pytest.mark.scaled_clock  # its subject: the fast real clock drives the whole pipeline
 async def test_job_reaches_done_in_scaled_time(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
     job_id = await start(api, topic="Three tips for better sleep", seconds=20, flow="reveal", music=False)
-    reads = await finished(api, job_id)
+    reads = await finished(api, sandbox, job_id)
     order = [STAGES.index(read["status"]) for read in reads]
     assert order == sorted(order) and reads[-1]["status"] == "done"
     assert all(read["stage"] == read["status"] for read in reads)
@@ -222,7 +221,7 @@ async def test_failed_step_fails_the_job_and_refunds_everything(
     await api.post(path("sandbox_faults"), json={"modelScript": ["ok", "ok", "ok", "fail"]})
     before = balance(sandbox)
     job_id = await start(api, topic="Coffee myths", webhook=HOOK)
-    data = (await finished(api, job_id))[-1]
+    data = (await finished(api, sandbox, job_id))[-1]
     assert (
         data["status"] == data["stage"] == "failed"
         and "lip-sync" in data["error"]
@@ -236,11 +235,9 @@ async def test_failed_step_fails_the_job_and_refunds_everything(
     assert hooks_for(sandbox, job_id) == [{"jobId": job_id, "status": "failed", "error": data["error"]}]
 
 
-async def test_hung_step_times_out_and_refunds(
-    api: httpx.AsyncClient, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_hung_step_times_out_and_refunds(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
     await api.post(path("sandbox_faults"), json={"modelScript": ["hang"]})
-    clock = SimClock(sandbox, monkeypatch)
+    clock = SimClock(sandbox)
     job_id = await start(api, topic="Coffee myths")
     clock.to(clock.at + limits.RUNTIME_BASE_SECONDS - 1)
     assert (await api.get(path("job", id=job_id))).json()["data"]["status"] == "scripting"
@@ -253,7 +250,7 @@ async def test_hung_step_times_out_and_refunds(
 async def test_failed_edit_step_is_skipped_and_degrades(api: httpx.AsyncClient, sandbox: Sandbox) -> None:
     await api.post(path("sandbox_faults"), json={"modelScript": ["ok", "ok", "ok", "ok", "ok", "fail"]})
     job_id = await start(api, topic="Coffee myths", seconds=20, webhook=HOOK)
-    data = (await finished(api, job_id))[-1]
+    data = (await finished(api, sandbox, job_id))[-1]
     assert data["status"] == "done" and data[wire.JOB_DEGRADED] is True and data["videoUrl"]
     report = data[wire.JOB_EDIT_REPORT]
     assert report["broll"] == 0 and report["captions"] is True and report["music"] is True
@@ -272,7 +269,7 @@ async def test_running_out_of_credits_partway_fails_and_refunds(
     await api.post(path("sandbox_account"), json={"balance": 20})
     job_id = await start(api, topic="Coffee myths", webhook=HOOK)
     job = sandbox.world.topic.jobs[job_id]
-    data = (await finished(api, job_id))[-1]
+    data = (await finished(api, sandbox, job_id))[-1]
     needed = sum(step.credits for step in job.steps[3:])  # lip-sync onwards: 2 + 8 + 5 were paid
     assert data["status"] == "failed"
     assert data["error"] == messages.job_out_of_credits(needed, 20 - 15)
@@ -310,14 +307,14 @@ async def test_reedit_reuses_the_lipsync_and_charges_only_the_edit(
     parent_id = await start(api, topic="Coffee myths", seconds=20)
     early = await api.post(path("reedit", id=parent_id), json={"flow": "karaoke"})
     assert (early.status_code, message(early)) == (400, messages.REEDIT_NEEDS_LIPSYNC)
-    parent = (await finished(api, parent_id))[-1]
+    parent = (await finished(api, sandbox, parent_id))[-1]
     bad = await api.post(path("reedit", id=parent_id), json={"flow": "wobble"})
     assert (bad.status_code, message(bad)) == (400, messages.not_one_of(wire.JOB_FLOW, FLOWS))
     response = await api.post(path("reedit", id=parent_id), json={"flow": "broll-punch", "music": False})
     assert response.status_code == 201 and set(response.json()["data"]) == {"jobId"}
     child_id = response.json()["data"]["jobId"]
     assert child_id != parent_id
-    reads = await finished(api, child_id)
+    reads = await finished(api, sandbox, child_id)
     assert {read["status"] for read in reads} <= {"captioning", "done"} and reads[-1]["status"] == "done"
     child = reads[-1]
     for name in (wire.JOB_SCRIPT, wire.JOB_PORTRAIT, wire.JOB_LIPSYNC, "voice", "topic", "seconds"):
