@@ -20,8 +20,8 @@ RUN = {"modelId": "gpt-image-2", "input": {"prompt": "a lighthouse", "quality": 
 
 @pytest.fixture
 def slow() -> Iterator[Sandbox]:
-    """A served sandbox on real time: its windows and month move only when a test advances the clock."""
-    with Sandbox(SandboxConfig(time_scale=1, seed=3)) as sandbox:
+    """A served sandbox on the manual clock: its windows and month move only when a test advances it."""
+    with Sandbox(SandboxConfig(clock="manual", seed=3)) as sandbox:
         yield sandbox
 
 

@@ -19,6 +19,8 @@ from mediagen_nb.sandbox.media import measure_seconds
 SCRIPT = "Hi, I am your new presenter. Today we look at three small habits that make mornings easier."
 POLL_DEADLINE = 60.0  # real seconds a step may take, long-polls included
 
+pytestmark = pytest.mark.manual_clock  # each long poll moves the clock until its generation ends
+
 
 @pytest.fixture
 def client(served: Sandbox) -> Iterator[httpx.Client]:
