@@ -177,7 +177,7 @@ def make_sandbox(request: pytest.FixtureRequest, spelling: wire.Names) -> Sandbo
     config = SandboxConfig(**clock_options(request), seed=1, allow_private_webhooks=True, wire=spelling)
     made = Sandbox(config)
     if config.clock == "manual":
-        made.world.clock.jump_holds = True  # type: ignore[attr-defined]  # a ManualClock
+        made.stepping_clock()  # the test is its stepper: from now on its holds move it too
     return made
 
 

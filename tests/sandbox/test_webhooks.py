@@ -20,7 +20,7 @@ import httpx
 import pytest
 from _wait import until, wait_until
 
-from mediagen_nb.protocol import messages
+from mediagen_nb.protocol import limits, messages
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 from mediagen_nb.sandbox import outbox as webhook_outbox
@@ -273,15 +273,23 @@ def receiver() -> Iterator[Receiver]:
         thread.join(5)
 
 
+ENDED = limits.RUNTIME_HARD_SECONDS + 1  # simulated seconds after which every run has ended
+
+
 @pytest.fixture
 def signed() -> Sandbox:
-    """An in-process sandbox with a known webhook secret and loopback delivery."""
-    return Sandbox(SandboxConfig(time_scale=600, seed=1, allow_private_webhooks=True, webhook_secret=SECRET))
+    """An in-process sandbox with a known webhook secret and loopback delivery, on the manual clock (a long
+    poll moves it until its generation ends; the delivery itself is real HTTP, awaited in real time)."""
+    box = Sandbox(SandboxConfig(clock="manual", seed=1, allow_private_webhooks=True, webhook_secret=SECRET))
+    box.stepping_clock()  # the test is its stepper: its holds move it
+    return box
 
 
 async def _await_posts(receiver: Receiver, sandbox: Sandbox, count: int = 1) -> list[dict[str, Any]]:
-    """Wait (bounded) until ``count`` POSTs arrived and the sandbox has ended every delivery it began:
-    then every attempt it made has been received (any other would be in its outbox)."""
+    """Move the clock past every run (they end, and send their webhooks), then wait (bounded, in real time:
+    a delivery is real HTTP) until ``count`` POSTs arrived and the sandbox has ended every delivery it
+    began: then every attempt it made has been received (any other would be in its outbox)."""
+    sandbox.advance(ENDED)
 
     async def delivered() -> bool:
         sent = sandbox.world.outbox.sent
@@ -392,6 +400,7 @@ async def test_unreachable_receiver_is_not_retried(signed: Sandbox) -> None:
         port = probe.getsockname()[1]
     async with _client(signed) as client:
         assert (await _start(client, f"http://127.0.0.1:{port}/hook")).status_code == 201
+        signed.advance(ENDED)
 
         async def attempted() -> list[dict[str, Any]]:
             found = (await client.get(path("sandbox_webhooks"))).json()["data"]["webhooks"]
