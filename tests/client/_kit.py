@@ -89,6 +89,8 @@ class Kit:
     def new(self, api_key: str | list[str] | None = None, **options: Any) -> Client | AsyncClient:
         """Another client of this kit's flavor on the same sandbox and recorder (closed at teardown)."""
         options.setdefault("limits", Limits(time_scale=self.sandbox.config.time_scale))
+        if self.sandbox.config.clock == "manual":  # a test marked manual_clock: the client steps it
+            options.setdefault("clock", self.sandbox.stepping_clock())
         key = api_key if api_key is not None else self.sandbox.demo_key
         made: Client | AsyncClient
         if self.flavor == "sync":

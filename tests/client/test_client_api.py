@@ -128,18 +128,19 @@ async def test_estimate_equals_the_charge_of_the_run(kit: Kit) -> None:
     assert kit.recorder.count("estimate") == 2 and kit.recorder.count("run") == 2
 
 
+@pytest.mark.manual_clock
 async def test_generation_reads_with_and_without_wait(kit: Kit) -> None:
-    """generation(id) reads once; generation(id, wait=55) holds; a bad wait is refused before sending."""
+    """generation(id) reads once; generation(id, wait=55) holds until the run ends (one read for a run
+    shorter than 55 s); a bad wait is refused before sending."""
     started = await kit.call("run", "gpt-image-2", IMAGE)
     now = await kit.call("generation", started.id)
-    assert now.id == started.id and now.status in ("processing", "succeeded")
+    assert now.id == started.id and now.status == "processing"  # no time has passed
     assert query(kit.recorder.of("generation")[-1]) == {}
-    current = now
-    for _ in range(10):
-        current = await kit.call("generation", started.id, wait=55)
-        assert query(kit.recorder.of("generation")[-1]) == {"wait": ["55"]}
-        if current.done:
-            break
+    ends = kit.sandbox.world.generations.items[started.id].finish_at
+    assert ends - kit.sandbox.world.clock.now() < 55
+    current = await kit.call("generation", started.id, wait=55)
+    assert query(kit.recorder.of("generation")[-1]) == {"wait": ["55"]}
+    assert kit.sandbox.world.clock.now() - ends == pytest.approx(0, abs=1e-3)  # answered as it ended
     assert current.status == "succeeded" and current.url and current.output_type == "image"
     assert current.credits_spent == started.credits_spent and current.elapsed_s is not None
     sent = len(kit.recorder.requests)
