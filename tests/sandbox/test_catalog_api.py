@@ -213,7 +213,7 @@ async def test_catalog_needs_no_key_even_with_a_bad_one(sandbox: Sandbox) -> Non
 @pytest.mark.anyio
 async def test_catalog_calls_do_not_count_toward_the_key_limit() -> None:
     """100 catalog calls with the key, then 60 authenticated calls all pass; the 61st is refused."""
-    sandbox = Sandbox(SandboxConfig(time_scale=1, seed=1))
+    sandbox = Sandbox(SandboxConfig(clock="manual", seed=1))
     async with httpx.AsyncClient(
         transport=sandbox.transport(),
         base_url="http://sandbox.test",
