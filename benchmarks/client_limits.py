@@ -3,7 +3,7 @@
 Two figures, each against a baseline measured in the same run, on a sandbox served on 127.0.0.1:
 
 - **estimate**: ``df.mediagen.estimate`` of ``--rows`` rows of ``gpt-image-2`` in its three price
-  classes (three estimate requests), by a client paced at real time (``Limits(time_scale=1)``: the
+  classes (three estimate requests), by a client paced at real time (``time_scale=1``: the
   service's own 60 s windows, as against the real service), against the same call paced to the
   sandbox's clock (x600: windows of 0.1 s, so our limiter cannot hold it back). Each sample uses a
   fresh key and limits file, so its window is empty, as an interactive call's usually is. Target:
@@ -56,7 +56,7 @@ import httpx
 import mediagen_nb
 from mediagen_nb.client import AsyncClient, Client, Limits
 from mediagen_nb.protocol.paths import path
-limits = Limits(time_scale=600.0, url="memory")
+limits, scale = Limits(url="memory"), 600.0
 def plain():
     with httpx.Client() as http:
         url, auth = base + path("generation", id=gid), {"Authorization": f"Bearer {key}"}
@@ -66,14 +66,14 @@ def plain():
             http.get(url, headers=auth).raise_for_status()
         return time.process_time() - start, time.perf_counter() - wall
 def sync():
-    with Client(key, base_url=base, limits=limits) as c:
+    with Client(key, base_url=base, limits=limits, time_scale=scale) as c:
         c.generation(gid)
         start, wall = time.process_time(), time.perf_counter()
         for _ in range(reads):
             c.generation(gid)
         return time.process_time() - start, time.perf_counter() - wall
 async def gathered():
-    async with AsyncClient(key, base_url=base, limits=limits) as c:
+    async with AsyncClient(key, base_url=base, limits=limits, time_scale=scale) as c:
         await c.generation(gid)
         start, wall = time.process_time(), time.perf_counter()
         for _ in range(reads // 16):
@@ -99,8 +99,9 @@ def rows(n: int) -> pd.DataFrame:
 def estimate_seconds(sandbox: Sandbox, frame: pd.DataFrame, scale: float, folder: Path) -> float:
     """One estimate of ``frame`` by a client on a fresh key and limits file, paced at ``scale``."""
     key = str(control(sandbox, "sandbox_keys", {"name": f"bench {time.time()}"})["key"])
-    limits = Limits(time_scale=scale, url=str(folder / f"limits-{time.time_ns()}.sqlite"))
-    client = AsyncClient(key, base_url=sandbox.base_url, limits=limits, ledger=str(folder / "ledger.sqlite"))
+    limits = Limits(url=str(folder / f"limits-{time.time_ns()}.sqlite"))
+    ledger = str(folder / "ledger.sqlite")
+    client = AsyncClient(key, base_url=sandbox.base_url, limits=limits, time_scale=scale, ledger=ledger)
     try:
         start = time.perf_counter()
         priced = frame.mediagen.estimate(MODEL, show=False, client=client)

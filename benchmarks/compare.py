@@ -43,8 +43,10 @@ from mediagen_nb.batch import loop
 from mediagen_nb.batch.plan import MappingWarning
 from mediagen_nb.client import AsyncClient, Limits
 from mediagen_nb.client.clients import POOL
+from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import REAL
 from mediagen_nb.sandbox.catalog import BY_ID
 
 MODELS = ["gpt-image-2", "flare-1-swift", "wavi-2-2-fast-t2v"]
@@ -86,6 +88,11 @@ class Result:
     ended: dict[str, float] = field(default_factory=dict)  # model -> real seconds when its last row ended
 
 
+def pause_after_429(scale: float) -> float:
+    """Real seconds a window of our limiters lasts, with its margin, for a sandbox at ``scale``."""
+    return Limits().pause(ServiceClock(REAL, scale).real(spec_limits.WINDOW_SECONDS))
+
+
 def bound(generations: int, keys: int) -> float:
     """Simulated seconds no schedule can beat: the starts at the limits' pace, then the fastest run."""
     per_minute = min(spec_limits.STARTS_PER_ACCOUNT, spec_limits.REQUESTS_PER_KEY * keys / 2)
@@ -100,7 +107,7 @@ def prepare(sandbox: Sandbox, keys: int) -> list[str]:
         http.post(path("sandbox_account"), json={"balance": BALANCE}).raise_for_status()
         extra = [http.post(path("sandbox_keys"), json={}).json()["data"]["key"] for _ in range(keys - 1)]
     # Our limiters are process-wide: let one window of the previous contender's requests expire.
-    time.sleep(Limits(time_scale=sandbox.config.time_scale).real_window)
+    time.sleep(pause_after_429(sandbox.config.time_scale))
     return [sandbox.demo_key, *extra]
 
 
@@ -109,8 +116,8 @@ def client_for(
 ) -> tuple[AsyncClient, httpx.AsyncClient]:
     hooks = {"request": [counter.on_request], "response": [counter.on_response]}
     http = httpx.AsyncClient(event_hooks=hooks, limits=POOL, follow_redirects=True)
-    limits = Limits(time_scale=sandbox.config.time_scale)
-    return AsyncClient(secrets, base_url=sandbox.base_url, limits=limits, http_client=http), http
+    scale = sandbox.config.time_scale
+    return AsyncClient(secrets, base_url=sandbox.base_url, time_scale=scale, http_client=http), http
 
 
 def succeeded(sandbox: Sandbox) -> int:

@@ -32,8 +32,10 @@ from mediagen_nb import Sandbox
 from mediagen_nb.batch import loop
 from mediagen_nb.client import AsyncClient, Limits
 from mediagen_nb.client.clients import POOL
+from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import REAL
 from mediagen_nb.sandbox.catalog import BY_ID
 
 MODEL = "flare-1-swift"  # flat price (pricing null), about 5 s a run
@@ -84,6 +86,11 @@ class Result:
         return self.real_s * scale * rows / self.rows
 
 
+def pause_after_429(scale: float) -> float:
+    """Real seconds a window of our limiters lasts, with its margin, for a sandbox at ``scale``."""
+    return Limits().pause(ServiceClock(REAL, scale).real(spec_limits.WINDOW_SECONDS))
+
+
 def lower_bound(rows: int, keys: int) -> float:
     """Simulated seconds no client can beat: rows at min(60, 30 x keys) jobs a minute, plus one run."""
     per_minute = min(spec_limits.STARTS_PER_ACCOUNT, spec_limits.REQUESTS_PER_KEY * keys / 2)
@@ -98,7 +105,7 @@ def prepare(sandbox: Sandbox, keys: int) -> list[str]:
         http.post(path("sandbox_account"), json={"balance": BALANCE}).raise_for_status()
         extra = [http.post(path("sandbox_keys"), json={}).json()["data"]["key"] for _ in range(keys - 1)]
     # Our limiters are process-wide: let one window of the previous contender's requests expire.
-    time.sleep(Limits(time_scale=sandbox.config.time_scale).real_window)
+    time.sleep(pause_after_429(sandbox.config.time_scale))
     return [sandbox.demo_key, *extra]
 
 
@@ -116,9 +123,7 @@ def ours(sandbox: Sandbox, rows: int, keys: int) -> Result:
     hooks = {"request": [counter.on_request_async], "response": [counter.on_response_async]}
     http = httpx.AsyncClient(event_hooks=hooks, limits=POOL, follow_redirects=True)
     scale = sandbox.config.time_scale
-    client = AsyncClient(
-        secrets, base_url=sandbox.base_url, limits=Limits(time_scale=scale), http_client=http
-    )
+    client = AsyncClient(secrets, base_url=sandbox.base_url, time_scale=scale, http_client=http)
     frame = pd.DataFrame({"prompt": [f"sweep row {i}" for i in range(rows)]})
     with tempfile.TemporaryDirectory() as tmp:
         began = time.monotonic()
@@ -196,7 +201,7 @@ def main() -> None:
             baseline(sandbox, base_rows, args.workers),
         ]
     all_times = [t for r in results for t in r.runtimes]
-    window = Limits(time_scale=scale).real_window
+    window = pause_after_429(scale)
     print(
         f"sweep of {rows} rows of {MODEL} (catalog run time {BY_ID[MODEL].runtime_s:g} s, "
         f"measured median {statistics.median(all_times):.2f} s), time x{scale:g}; times in simulated s"

@@ -277,7 +277,7 @@ def test_a_client_paces_itself_to_the_running_sandbox_and_says_so(
     kept.ensure(600)
     monkeypatch.setenv("MEDIAGEN_TIME_SCALE", "30")
     with Client(sandbox=True) as client, Client(sandbox=True) as second:
-        assert client.settings.limits.time_scale == 600 == second.settings.limits.time_scale
+        assert client.clock.scale == 600 == second.clock.scale
     notices = [line for line in capsys.readouterr().out.splitlines() if line.startswith("mediagen_nb:")]
     assert len(notices) == 1 and "using the embedded sandbox" in notices[0]
     assert "time x600, not the x30 asked: it was running (mediagen sandbox stop, to change it)" in notices[0]

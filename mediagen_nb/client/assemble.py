@@ -98,13 +98,15 @@ def resolve(
     limits: Limits | None = None,
     sandbox: bool = False,
     wire: str | None = None,
+    time_scale: float | None = None,
 ) -> Settings:
     """Settings from arguments, else ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL``, else the sandbox.
 
     ``sandbox=True`` uses the embedded sandbox whatever the environment says. ``wire`` is a names file
     (else ``MEDIAGEN_WIRE``; the embedded sandbox speaks ours). A key given for the address of the
     embedded sandbox this process uses (one of its own keys, ``POST /_sandbox/keys``) is used there, with
-    the owner's token it answers to.
+    the owner's token it answers to. ``time_scale`` (the service's seconds a real second: a time-scaled
+    sandbox's) is else the embedded sandbox's, else ``MEDIAGEN_TIME_SCALE``, else the service's 1.
     """
     from mediagen_nb.client.spelling import from_file  # it reads the resources: loaded on use
 
@@ -117,10 +119,8 @@ def resolve(
     if sandbox:
         embedded = embedded_sandbox()
         raw_keys, base_url = embedded.demo_key, embedded.base_url
-        limits = limits or Limits(time_scale=embedded.time_scale)
     elif base_url is not None and (embedded := _embedded_at(base_url)) is not None:
         sandbox = True
-        limits = limits or Limits(time_scale=embedded.time_scale)
     if raw_keys is None:
         raise ConfigurationError(
             f"no API key: pass api_key= or set {settings.ENV_KEY} (the sandbox prints its demo key)"
@@ -137,13 +137,25 @@ def resolve(
     keys = tuple(Secret(k) for k in given)
     if not keys:
         raise ConfigurationError("api_key: give at least one key")
-    if limits is None:
-        limits = Limits(time_scale=settings.time_scale() or settings.SERVICE_TIME_SCALE)
+    if time_scale is None and embedded is not None:
+        time_scale = embedded.time_scale
+    elif time_scale is None:
+        time_scale = settings.time_scale() or settings.SERVICE_TIME_SCALE
     # Keys named as one account share its start limit in every process; else the keys given are one.
     account = account or settings.account() or "keys:" + ",".join(sorted(k.fingerprint for k in keys))
     spelling = from_file(None if embedded is not None else wire or settings.wire_path())
     found = _launchers[0] if _launchers else None
-    return Settings(base_url.rstrip("/"), keys, account, limits, sandbox, embedded, spelling, launcher=found)
+    return Settings(
+        base_url.rstrip("/"),
+        keys,
+        account,
+        limits or Limits(),
+        sandbox,
+        embedded,
+        spelling,
+        time_scale=time_scale,
+        launcher=found,
+    )
 
 
 def for_sandbox(sandbox: Any, options: dict[str, Any], base_url: str) -> None:
@@ -151,13 +163,17 @@ def for_sandbox(sandbox: Any, options: dict[str, Any], base_url: str) -> None:
     clock (each wait advances the sandbox) in the sandbox's seconds. To a sandbox that answers its owner
     alone, its requests carry the owner's token (a test holds the sandbox itself)."""
     manual = sandbox.config.clock == "manual"
-    options.setdefault("limits", Limits(time_scale=1.0 if manual else sandbox.config.time_scale))
+    options.setdefault("time_scale", 1.0 if manual else sandbox.config.time_scale)
     if manual:
         options.setdefault("clock", sandbox.stepping_clock())
     token = sandbox.owner_headers.get(OWNER_HEADER)
     if token is not None and "settings" not in options:
-        account, limits, wire = (options.pop(name, None) for name in ("account", "limits", "wire"))
-        resolved = resolve(sandbox.demo_key, base_url, account=account, limits=limits, wire=wire)
+        account, limits, wire, scale = (
+            options.pop(name, None) for name in ("account", "limits", "wire", "time_scale")
+        )
+        resolved = resolve(
+            sandbox.demo_key, base_url, account=account, limits=limits, wire=wire, time_scale=scale
+        )
         options["settings"] = replace(resolved, owner=Secret(token))
 
 
@@ -261,7 +277,7 @@ def engine(
     """
     from mediagen_nb.client.core import Collaborators, Core
 
-    clock = ServiceClock(machine, settings_.limits.time_scale)
+    clock = ServiceClock(machine, settings_.time_scale)
     windows = (
         limits_store(settings_.limits.url) if machine is REAL else stores.SQLiteStore(":memory:", machine.now)
     )

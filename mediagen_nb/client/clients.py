@@ -98,19 +98,29 @@ class BaseClient:
         ledger: "Ledger | str | None" = None,
         wire: str | None = None,
         clock: Clock = REAL,
+        time_scale: float | None = None,
     ) -> None:
         """Connect with ``api_key`` (or several keys of one account, pooled) to ``base_url``.
 
         Without either, ``MEDIAGEN_API_KEY`` / ``MEDIAGEN_BASE_URL`` are read; with neither set (or
-        ``sandbox=True``), the embedded sandbox is used. ``limits`` must match a time-scaled sandbox.
+        ``sandbox=True``), the embedded sandbox is used. ``time_scale`` is the service's seconds a real
+        second, a time-scaled sandbox's (default: the embedded sandbox's, else ``MEDIAGEN_TIME_SCALE``,
+        else 1).
         Paid starts are written to ``ledger`` (a path or a Ledger; default: the user's ledger).
         ``wire`` is a names file with the service's spelling of the names the spec does not show
         (default ``MEDIAGEN_WIRE``). ``clock`` answers the waits (retry backoff, polls, pacing) and keeps
         the deadlines: the wall clock, or a manual sandbox's stepping clock in tests, where each wait of
         ``s`` advances the sandbox by ``s`` (``for_sandbox`` gives it one) so waits are instant and exact.
+        The assembler makes them one clock in the service's seconds, once (:attr:`clock`).
         """
         settings = settings or assemble.resolve(
-            api_key, base_url, account=account, limits=limits, sandbox=sandbox, wire=wire
+            api_key,
+            base_url,
+            account=account,
+            limits=limits,
+            sandbox=sandbox,
+            wire=wire,
+            time_scale=time_scale,
         )
         self._engine = assemble.engine(settings, retry or RetryPolicy(), timeout, ledger, clock)
 
@@ -131,8 +141,7 @@ class BaseClient:
     def __repr__(self) -> str:
         s = self._engine.settings
         where = "embedded sandbox" if s.sandbox else s.base_url
-        scale = self._engine.core.clock.scale
-        return f"<{type(self).__name__} {where} keys={len(s.keys)} time_scale={scale:g}>"
+        return f"<{type(self).__name__} {where} keys={len(s.keys)} {self.clock.label}>"
 
     def _drive(self, op: Op[Any]) -> Any:
         raise NotImplementedError

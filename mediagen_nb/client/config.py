@@ -219,6 +219,7 @@ class Settings:
     embedded: Embedded | None = None  # that sandbox, when ``sandbox``
     spelling: "Spelling" = field(default_factory=lambda: _ours())  # names the spec does not show
     owner: Secret | None = None  # the owner's token of a served sandbox that answers its owner alone
+    time_scale: float = 1.0  # the service's seconds a real second: what the assembler builds the clock at
     launcher: Launcher | None = field(default=None, repr=False, compare=False)  # finds the kept sandbox
 
     def owner_token(self) -> Secret | None:

@@ -123,7 +123,8 @@ class Core:
         ]
         account = scope_of("account", where, settings.account)
         self._account = Window(account, per_account, seconds, lim.burst_of(per_account))
-        self.latency = pacing.Latency(lim)
+        self.latency = pacing.Latency(lim, seconds)
+        self._pause = lim.pause(seconds)  # a 429's pause: a window in real seconds and its margin
         self._started: OrderedDict[str, float] = OrderedDict()  # resource id -> clock.monotonic() at start
         self._rng = random.Random()
         self.budget = parts.budget
@@ -214,11 +215,10 @@ class Core:
 
     def _penalize(self, call: Call, error: errors.RateLimitError) -> None:
         """An unexpected 429: that key (or the account) sends nothing for a window, in every process."""
-        window = self.settings.limits.real_window
         if error.scope == "account":
-            self._windows.pause(self._account, window)
+            self._windows.pause(self._account, self._pause)
         elif call.key is not None:
-            self._windows.pause(self._keys[self.settings.keys.index(call.key)], window)
+            self._windows.pause(self._keys[self.settings.keys.index(call.key)], self._pause)
 
     def send(self, call: Call) -> Op[Any]:
         """Send ``call`` under the limiters and the retry policy; return ``data`` (or the raw body)."""

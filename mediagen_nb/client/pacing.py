@@ -6,9 +6,10 @@ window with room takes a burst at once (an estimate's three price classes, a for
 requests are spread only as it fills (``burst=1`` asks for an even stream instead). The windows
 live in a store shared by every process that uses the key or account
 (:mod:`mediagen_nb.client.limits_store`: a file on this machine by default, Redis across machines).
-Windows are real seconds: the service's 60 s divided by the time scale (for a time-scaled sandbox),
-plus a margin for the spread of request latency, measured as requests go (:class:`Latency`), so a
-loaded machine gets no 429s and an idle one loses no throughput.
+Windows are kept in real seconds: the client's clock (:class:`~mediagen_nb.client.timing.ServiceClock`,
+the one place the service's seconds meet the machine's) says how long the service's 60 s take, plus a
+margin for the spread of request latency, measured as requests go (:class:`Latency`), so a loaded
+machine gets no 429s and an idle one loses no throughput.
 """
 
 import math
@@ -29,7 +30,7 @@ MIN_SAMPLES = 8  # requests measured before the margin follows them
 
 @dataclass(frozen=True)
 class Limits:
-    """The service's limits as the client paces itself; ``time_scale`` matches a time-scaled sandbox.
+    """The service's limits as the client paces itself, in the service's seconds.
 
     ``burst`` is how many requests may go at once into a window with room (default: the whole limit,
     as the spec allows; 1 spaces every request window/limit apart);
@@ -41,14 +42,13 @@ class Limits:
     requests_per_key: int = spec_limits.REQUESTS_PER_KEY
     starts_per_account: int = spec_limits.STARTS_PER_ACCOUNT
     window: float = spec_limits.WINDOW_SECONDS  # service seconds
-    time_scale: float = 1.0  # service seconds per real second
     margin: float | None = None
     url: str | None = None
     burst: int | None = None
 
     def __post_init__(self) -> None:
-        if not (0 < self.time_scale < math.inf and 0 < self.window < math.inf):
-            raise ValueError("Limits: time_scale and window must be positive and finite")
+        if not 0 < self.window < math.inf:
+            raise ValueError("Limits: window must be a positive and finite number of service seconds")
         if self.margin is not None and not 0 <= self.margin < math.inf:
             raise ValueError("Limits: margin must be a finite number of real seconds, 0 or more")
         if self.requests_per_key < 1 or self.starts_per_account < 1:
@@ -60,21 +60,16 @@ class Limits:
         """How many of a window of ``limit`` may go at once."""
         return limit if self.burst is None else min(self.burst, limit)
 
-    def real(self, service_seconds: float) -> float:
-        """Real seconds that ``service_seconds`` of service time take."""
-        return service_seconds / self.time_scale
-
-    @property
-    def default_margin(self) -> float:
-        """The margin before latency is measured: 5% of the window, 0.1 s to 1 s (or the one given)."""
+    def margin_for(self, window: float) -> float:
+        """The margin before latency is measured, for a window of ``window`` real seconds (what the client's
+        clock says the service's window takes): 5% of it, 0.1 s to 1 s (or the one given)."""
         if self.margin is not None:
             return self.margin
-        return min(ADAPTIVE_CAP, max(MIN_MARGIN, 0.05 * self.real(self.window)))
+        return min(ADAPTIVE_CAP, max(MIN_MARGIN, 0.05 * window))
 
-    @property
-    def real_window(self) -> float:
-        """A window in real seconds with the default margin: how long a 429's pause lasts."""
-        return self.real(self.window) + self.default_margin
+    def pause(self, window: float) -> float:
+        """How long a 429's pause lasts: a window of ``window`` real seconds and its margin."""
+        return window + self.margin_for(window)
 
 
 class Latency:
@@ -86,8 +81,9 @@ class Latency:
     (lateness + round trip), between 20 ms and 1 s.
     """
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, window: float) -> None:
         self.limits = limits
+        self.default = limits.margin_for(window)  # ``window``: the service's window in real seconds
         self._samples: deque[float] = deque(maxlen=SAMPLES)
         self._lock = threading.Lock()
 
@@ -103,6 +99,6 @@ class Latency:
         with self._lock:
             samples = list(self._samples)
         if len(samples) < MIN_SAMPLES:
-            return self.limits.default_margin
+            return self.default
         p95 = statistics.quantiles(samples, n=20, method="inclusive")[-1]
         return min(ADAPTIVE_CAP, max(ADAPTIVE_FLOOR, 2 * p95))

@@ -23,6 +23,11 @@ class ServiceClock:
     def __repr__(self) -> str:
         return f"ServiceClock({self.machine!r}, x{self.scale:g})"
 
+    @property
+    def label(self) -> str:
+        """How fast the service's time runs, for reprs and banners: ``time x600``."""
+        return f"time x{self.scale:g}"
+
     def now(self) -> float:
         """The moment on the machine's clock (Unix seconds): what the limiters' shared windows are kept on."""
         return self.machine.now()

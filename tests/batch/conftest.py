@@ -16,7 +16,7 @@ import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
-from mediagen_nb.client import AsyncClient, Limits, settings
+from mediagen_nb.client import AsyncClient, settings
 from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.paths import CATALOG_PATHS, PATHS, path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
@@ -122,9 +122,7 @@ def make_service(spelling: wire.Names) -> Iterator[ServiceFactory]:
 
         http = httpx.AsyncClient(limits=POOL, event_hooks={"request": [record]})
         made.append((sandbox, http))
-        client = AsyncClient.for_sandbox(
-            sandbox, http_client=http, limits=Limits(time_scale=sandbox.config.time_scale)
-        )
+        client = AsyncClient.for_sandbox(sandbox, http_client=http, time_scale=sandbox.config.time_scale)
         return Service(sandbox, client, service_requests)
 
     yield build

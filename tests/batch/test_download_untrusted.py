@@ -13,7 +13,7 @@ import pytest
 from _hostile import GENERATION_ID, Answer, generation, serve
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
-from mediagen_nb.client import Client, Limits
+from mediagen_nb.client import Client
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
 HOSTILE_IDS = [
@@ -99,7 +99,7 @@ def test_a_sweep_on_a_server_answering_paths_for_ids_saves_nothing(tmp_path: Pat
         client = Client(
             "pk_live_hostile",
             base_url=server.base_url,
-            limits=Limits(time_scale=600),
+            time_scale=600,
             ledger=str(tmp_path / "ledger.sqlite"),
         )
         with client:

@@ -26,7 +26,7 @@ from _wait import loop_settled, wait_until
 
 import mediagen_nb as mg
 from mediagen_nb.batch import loop
-from mediagen_nb.client import AsyncClient, BudgetExceeded, Ledger, LedgerError, Limits
+from mediagen_nb.client import AsyncClient, BudgetExceeded, Ledger, LedgerError
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
@@ -49,7 +49,7 @@ def client_on(service: Service, key: str | list[str], base_url: str | None = Non
     return AsyncClient(
         key,
         base_url=base_url or service.base_url,
-        limits=Limits(time_scale=service.sandbox.config.time_scale),
+        time_scale=service.sandbox.config.time_scale,
     )
 
 
@@ -406,7 +406,7 @@ def test_the_ledger_records_intent_before_sending(service: Service, tmp_path: Pa
     client = AsyncClient(
         service.sandbox.demo_key,
         base_url=service.base_url,
-        limits=Limits(time_scale=service.sandbox.config.time_scale),
+        time_scale=service.sandbox.config.time_scale,
         http_client=httpx.AsyncClient(event_hooks={"request": [check]}),
     )
     try:

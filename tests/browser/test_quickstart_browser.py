@@ -283,12 +283,12 @@ def test_a_saved_notebook_shows_inline_previews_with_the_sandbox_stopped(
     import pandas as pd
 
     import mediagen_nb  # noqa: F401  (registers df.mediagen)
-    from mediagen_nb.client import AsyncClient, Limits, previews
+    from mediagen_nb.client import AsyncClient, previews
 
     client = AsyncClient(
         served.demo_key,
         base_url=served.base_url,
-        limits=Limits(time_scale=600),
+        time_scale=600,
         ledger=str(tmp_path / "l.db"),
     )
     rows = pd.DataFrame({"prompt": ["a saved fox", "a saved owl", "a saved moth"]})
@@ -335,12 +335,12 @@ def test_previews_through_the_jupyter_server_when_only_it_is_reachable(
     import pandas as pd
 
     import mediagen_nb  # noqa: F401  (registers df.mediagen)
-    from mediagen_nb.client import AsyncClient, Limits, previews
+    from mediagen_nb.client import AsyncClient, previews
 
     client = AsyncClient(
         served.demo_key,
         base_url=served.base_url,
-        limits=Limits(time_scale=600),
+        time_scale=600,
         ledger=str(tmp_path / "l.db"),
     )
     done = pd.DataFrame({"prompt": ["a proxied fox", "a proxied owl"]}).mediagen.run(

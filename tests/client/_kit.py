@@ -15,7 +15,7 @@ from urllib.parse import parse_qs
 
 import httpx
 
-from mediagen_nb.client import AsyncClient, Client, Limits
+from mediagen_nb.client import AsyncClient, Client
 from mediagen_nb.client.clients import BaseClient
 from mediagen_nb.protocol.paths import CATALOG_PATHS, PATHS, path
 from mediagen_nb.sandbox import Sandbox
@@ -88,7 +88,7 @@ class Kit:
 
     def new(self, api_key: str | list[str] | None = None, **options: Any) -> Client | AsyncClient:
         """Another client of this kit's flavor on the same sandbox and recorder (closed at teardown)."""
-        options.setdefault("limits", Limits(time_scale=self.sandbox.config.time_scale))
+        options.setdefault("time_scale", self.sandbox.config.time_scale)
         if self.sandbox.config.clock == "manual":  # a test marked manual_clock: the client steps it
             options.setdefault("clock", self.sandbox.stepping_clock())
         key = api_key if api_key is not None else self.sandbox.demo_key

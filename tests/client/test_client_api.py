@@ -27,7 +27,6 @@ from mediagen_nb.client import (
     GenerationTimedOut,
     InsufficientCreditsError,
     KeyCapReachedError,
-    Limits,
     Model,
     ModerationError,
     NotFoundError,
@@ -396,7 +395,7 @@ async def test_connection_failure_is_retried_then_raised(kit: Kit) -> None:
     recorder = kit.recorder
     client: Client | AsyncClient
     paced = PauseLog()
-    options: dict[str, Any] = {"limits": Limits(time_scale=6000), "clock": paced}
+    options: dict[str, Any] = {"time_scale": 6000, "clock": paced}
     if kit.flavor == "sync":
         http = httpx.Client(event_hooks={"request": [recorder.sync_hook]})
         kit.transports.append(http)

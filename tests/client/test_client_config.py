@@ -39,16 +39,16 @@ def test_explicit_arguments_beat_the_environment(clean_env: pytest.MonkeyPatch, 
     clean_env.setenv("MEDIAGEN_API_KEY", "pk_live_from_the_environment")
     clean_env.setenv("MEDIAGEN_BASE_URL", dead)
     clean_env.setenv("MEDIAGEN_TIME_SCALE", "5")
-    limits = Limits(time_scale=600)
-    with Client(served.demo_key, base_url=served.base_url, limits=limits) as client:
+    limits = Limits(burst=1)
+    with Client(served.demo_key, base_url=served.base_url, limits=limits, time_scale=600) as client:
         settings = client.settings
         assert settings.base_url == served.base_url and not settings.sandbox
         assert [k.reveal() for k in settings.keys] == [served.demo_key]
-        assert settings.limits is limits
+        assert settings.limits is limits and client.clock.scale == 600
         assert isinstance(client.estimate("gpt-image-2", IMAGE), Estimate), "it really talks to the argument"
     with Client(served.demo_key) as half:
         assert half.base_url == dead and half.settings.keys[0].reveal() == served.demo_key
-        assert half.settings.limits.time_scale == 5
+        assert half.clock.scale == 5
     with Client(base_url=served.base_url + "/") as other:
         assert other.base_url == served.base_url, "one trailing slash is dropped"
         assert other.settings.keys[0].reveal() == "pk_live_from_the_environment"
@@ -61,7 +61,7 @@ def test_the_environment_alone_configures_a_client(clean_env: pytest.MonkeyPatch
     clean_env.setenv("MEDIAGEN_TIME_SCALE", "600")
     with Client() as client:
         assert client.base_url == served.base_url and not client.settings.sandbox
-        assert client.settings.limits.time_scale == 600
+        assert client.clock.scale == 600
         generation = client.generate("gpt-image-2", IMAGE)
         assert generation.status == "succeeded"
 
@@ -133,7 +133,7 @@ def test_a_pool_of_two_keys_shares_the_reads(manual_sandbox: Sandbox) -> None:
     secrets = [str(r["key"]) for r in records]
     clock = sandbox.stepping_clock()
     begun = clock.now()
-    with Client(secrets, base_url=base_url, limits=Limits(time_scale=1), clock=clock) as client:
+    with Client(secrets, base_url=base_url, time_scale=1, clock=clock) as client:
         settings = client.settings
         assert len(settings.keys) == 2 and [k.reveal() for k in settings.keys] == secrets
         assert settings.keys[0].fingerprint != settings.keys[1].fingerprint

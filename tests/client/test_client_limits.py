@@ -18,11 +18,14 @@ import pytest
 from _wait import PauseLog
 
 from mediagen_nb.client import AsyncClient, Client, Limits, RetryPolicy
+from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import REAL
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 SCALE = 60.0
+PAUSE = Limits().pause(ServiceClock(REAL, SCALE).real(Limits().window))  # a 429's: a window's real seconds
 WINDOW = spec_limits.WINDOW_SECONDS / SCALE  # the service's window in real seconds: 1 s
 LIMIT = spec_limits.REQUESTS_PER_KEY  # 60
 IMAGE = {"prompt": "a lighthouse at dusk", "quality": "low"}  # gpt-image-2, 3 credits
@@ -97,7 +100,7 @@ def new_key(sandbox: Sandbox, name: str) -> str:
 
 
 def client(sandbox: Sandbox, keys: str | list[str], http: httpx.Client, **options: Any) -> Client:
-    options.setdefault("limits", Limits(time_scale=SCALE))
+    options.setdefault("time_scale", SCALE)
     return Client(keys, base_url=sandbox.base_url, http_client=http, **options)
 
 
@@ -174,7 +177,7 @@ async def test_asyncio_tasks_stay_under_the_key_limit(sandbox60: Sandbox, finish
     traffic = Traffic()
     key = new_key(sandbox60, "tasks")
     async with traffic.async_http_client() as http:
-        c = AsyncClient(key, base_url=sandbox60.base_url, http_client=http, limits=Limits(time_scale=SCALE))
+        c = AsyncClient(key, base_url=sandbox60.base_url, http_client=http, time_scale=SCALE)
         reads = await asyncio.wait_for(
             asyncio.gather(*(c.generation(finished) for _ in range(150))), timeout=DEADLINE
         )
@@ -189,9 +192,7 @@ def test_sync_and_async_clients_share_one_budget(sandbox60: Sandbox, finished: s
 
     async def async_side() -> None:
         async with traffic.async_http_client() as http:
-            c = AsyncClient(
-                key, base_url=sandbox60.base_url, http_client=http, limits=Limits(time_scale=SCALE)
-            )
+            c = AsyncClient(key, base_url=sandbox60.base_url, http_client=http, time_scale=SCALE)
             await asyncio.wait_for(asyncio.gather(*(c.generation(finished) for _ in range(50))), DEADLINE)
 
     with traffic.http_client() as http, client(sandbox60, key, http) as c:
@@ -221,7 +222,7 @@ def test_catalog_calls_do_not_use_the_key_budget(sandbox60: Sandbox, finished: s
         assert catalog == 200 and not any(a for _, _, a in traffic.sent) and paced.pauses == []
         for _ in range(LIMIT):
             c.generation(finished)
-    assert sum(paced.pauses) < Limits(time_scale=SCALE).real_window  # paced evenly, never a window's wait
+    assert sum(paced.pauses) < PAUSE  # paced evenly, never a window's wait
     assert traffic.statuses == Counter({200: 200 + LIMIT})
     # That the service does not count catalog reads either is shown in tests/sandbox/test_catalog_api.py.
 
@@ -282,7 +283,7 @@ def test_reads_spread_over_a_pool_of_two_keys(sandbox60: Sandbox, finished: str)
     for auth in by_key:
         assert busiest_window(pooled.times(lambda p, a, auth=auth: a == auth)) <= LIMIT
     assert busiest_window(pooled.times()) > LIMIT  # more than 60 in one window, across the two keys
-    assert single_seconds >= 2 * Limits(time_scale=SCALE).real_window
+    assert single_seconds >= 2 * PAUSE
     assert busiest_window(single.times()) <= LIMIT
 
 
@@ -293,7 +294,6 @@ def test_unexpected_429_pauses_that_key_for_a_window(sandbox60: Sandbox, finishe
     """A 429 nobody expected: the key sends nothing more for a window, even with no retry wait."""
     control(sandbox60, "POST", "sandbox_faults", {"script": ["429"], "routes": ["generation"]})
     traffic = Traffic()
-    limits = Limits(time_scale=SCALE)
     no_wait = RetryPolicy(rate_limit_wait=0.0)
     key = new_key(sandbox60, "paused")
     with traffic.http_client() as http, client(sandbox60, key, http, retry=no_wait) as c:
@@ -301,8 +301,8 @@ def test_unexpected_429_pauses_that_key_for_a_window(sandbox60: Sandbox, finishe
         assert c.generation(finished).id == finished
     times = traffic.times()
     assert len(times) == 3 and traffic.statuses == Counter({429: 1, 200: 2})
-    assert times[1] - times[0] >= limits.real_window - 0.01
-    assert times[2] - times[1] < limits.real_window / 2  # the pause is over; no more waiting
+    assert times[1] - times[0] >= PAUSE - 0.01
+    assert times[2] - times[1] < PAUSE / 2  # the pause is over; no more waiting
 
 
 def test_unexpected_429_moves_a_pool_to_its_other_key(sandbox60: Sandbox, finished: str) -> None:
@@ -318,7 +318,7 @@ def test_unexpected_429_moves_a_pool_to_its_other_key(sandbox60: Sandbox, finish
     auths = [a for _, _, a in sorted(traffic.sent)]
     assert auths[0] == f"Bearer {keys[0]}"
     assert auths[1:] == [f"Bearer {keys[1]}"] * 10
-    assert sum(paced.pauses) < Limits(time_scale=SCALE).real_window  # the other key at once, no window
+    assert sum(paced.pauses) < PAUSE  # the other key at once, no window
     assert traffic.statuses == Counter({429: 1, 200: 10})
 
 
@@ -328,10 +328,6 @@ def test_unexpected_429_moves_a_pool_to_its_other_key(sandbox60: Sandbox, finish
 @pytest.mark.parametrize(
     "options",
     [
-        {"time_scale": 0},
-        {"time_scale": -60},
-        {"time_scale": float("nan")},
-        {"time_scale": float("inf")},
         {"window": 0},
         {"window": -1},
         {"requests_per_key": 0},
@@ -347,17 +343,29 @@ def test_limits_refuse_bad_values(options: dict[str, Any]) -> None:
         Limits(**options)
 
 
-def test_limits_real_window() -> None:
-    """The real window is the service's window over the time scale, plus a margin for latency.
+@pytest.mark.parametrize("scale", [0, -60, float("nan"), float("inf")])
+def test_a_bad_time_scale_is_refused(scale: float) -> None:
+    """A zero, negative or non-finite time scale is refused where the client's one clock is built."""
+    with pytest.raises(ValueError, match="time scale"):
+        ServiceClock(REAL, scale)
+    with pytest.raises(ValueError, match="time scale"):
+        Client("pk_live_x", base_url="http://127.0.0.1:9", time_scale=scale)
 
-    The margin is 5 % of the window, at most 1 s, and never under 0.1 s: latency is real time and
-    does not shrink with a time-scaled sandbox.
-    """
-    assert Limits().real_window == pytest.approx(61.0)
-    assert Limits(time_scale=0.5).real_window == pytest.approx(121.0)
-    assert Limits(time_scale=SCALE).real_window == pytest.approx(1.1)
-    assert Limits(time_scale=600).real_window == pytest.approx(0.2)
-    assert Limits(time_scale=SCALE, margin=0.2).real_window == pytest.approx(1.2)
-    assert Limits(time_scale=SCALE, margin=0).real_window == pytest.approx(1.0)
-    assert Limits(time_scale=SCALE).real(30) == pytest.approx(0.5)
+
+def test_a_429_pauses_a_window_as_the_clock_reads_it() -> None:
+    """A 429's pause is the service's window in the real seconds the client's clock says it takes, plus a
+    margin for latency: 5 % of it, at most 1 s, and never under 0.1 s (latency is real time and does not
+    shrink with a time-scaled sandbox)."""
+
+    def pause(scale: float, **options: Any) -> float:
+        limits = Limits(**options)
+        return limits.pause(ServiceClock(REAL, scale).real(limits.window))
+
+    assert pause(1) == pytest.approx(61.0)
+    assert pause(0.5) == pytest.approx(121.0)
+    assert pause(SCALE) == pytest.approx(1.1)
+    assert pause(600) == pytest.approx(0.2)
+    assert pause(SCALE, margin=0.2) == pytest.approx(1.2)
+    assert pause(SCALE, margin=0) == pytest.approx(1.0)
+    assert ServiceClock(REAL, SCALE).real(30) == pytest.approx(0.5)
     assert Limits(requests_per_key=10, starts_per_account=5).requests_per_key == 10

@@ -39,12 +39,15 @@ from mediagen_nb.client import (
 )
 from mediagen_nb.client.errors import from_response
 from mediagen_nb.client.retry import NO_RETRY
+from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.protocol import limits as spec_limits
 from mediagen_nb.protocol import messages
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import REAL
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 SCALE = 600.0  # the spec's 60 s wait after a 429 takes 0.1 s real; a 5 s backoff 0.008 s
+PAUSE = Limits().pause(ServiceClock(REAL, SCALE).real(Limits().window))  # a 429's, in real seconds
 IMAGE = {"prompt": "a red fox in snow", "quality": "low"}  # gpt-image-2, 3 credits
 RUN_PATH = path("run")
 
@@ -162,9 +165,7 @@ def client(fast_served: Sandbox, traffic: Traffic) -> Iterator[Client]:
 
 def key_client(sandbox: Sandbox, key: str, http: httpx.Client, **options: Any) -> Client:
     """A sync client of a served sandbox with another key than the demo key."""
-    return Client(
-        key, base_url=sandbox.base_url, limits=Limits(time_scale=SCALE), http_client=http, **options
-    )
+    return Client(key, base_url=sandbox.base_url, time_scale=SCALE, http_client=http, **options)
 
 
 def _assert_one_net_charge(
@@ -204,7 +205,7 @@ def test_start_survives_429_500_503_and_drop_with_one_key_and_one_charge(
     # Waits follow the spec: about 60 s after a 429 (the key paused a window), then 10, 20, 40 s backoffs.
     gaps = [b.at - a.at for a, b in itertools.pairwise(runs)]
     expected = [60.0, 10.0, 20.0, 40.0]
-    window = Limits(time_scale=SCALE).real_window
+    window = PAUSE
     for gap, service_seconds in zip(gaps, expected, strict=True):
         assert gap >= 0.75 * service_seconds / SCALE
         assert gap < max(1.25 * service_seconds / SCALE, window) + 0.5
@@ -386,7 +387,7 @@ def test_key_cap_reached_is_not_retried(fast_served: Sandbox, traffic: Traffic) 
             c.run("gpt-image-2", IMAGE)
         assert not isinstance(raised.value, RateLimitError)
         assert raised.value.status == 429 and raised.value.cap == 2 and not raised.value.retryable
-        no_window = 0.5 * Limits(time_scale=SCALE).real_window  # pacing's spacing at most, no backoff
+        no_window = 0.5 * PAUSE  # pacing's spacing at most, no backoff
         assert len(traffic.to(RUN_PATH)) == 1 and sum(paced.pauses) < no_window  # not retried
         # Not mistaken for a rate limit: the key is not paused, the next call goes at once.
         with pytest.raises(NotFoundError):

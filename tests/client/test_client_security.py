@@ -76,10 +76,10 @@ async def test_reprs_of_clients_settings_and_secret_hide_the_key(kit: Kit) -> No
     assert_hidden(secret, texts)
     other: Client | AsyncClient
     if kit.flavor == "sync":
-        other = AsyncClient(secret, base_url=kit.base_url, limits=Limits(time_scale=600))
+        other = AsyncClient(secret, base_url=kit.base_url, time_scale=600)
         await other.aclose()
     else:
-        other = Client(secret, base_url=kit.base_url, limits=Limits(time_scale=600))
+        other = Client(secret, base_url=kit.base_url, time_scale=600)
         other.close()
     assert_hidden(secret, [repr(other), str(other), repr(other.settings)])
     assert client.settings.keys[0].fingerprint in repr(client.settings)
@@ -109,11 +109,11 @@ async def test_errors_raised_by_the_client_never_contain_the_key(kit: Kit) -> No
     errors.append(cap.value)
 
     offline: Client | AsyncClient
-    base_url, fast = f"http://127.0.0.1:{unused_port()}", Limits(time_scale=6000)
+    base_url, fast = f"http://127.0.0.1:{unused_port()}", 6000.0
     if kit.flavor == "sync":
-        offline = Client(secret, base_url=base_url, limits=fast)
+        offline = Client(secret, base_url=base_url, time_scale=fast)
     else:
-        offline = AsyncClient(secret, base_url=base_url, limits=fast)
+        offline = AsyncClient(secret, base_url=base_url, time_scale=fast)
     try:
         with pytest.raises(ConnectionFailed) as broken:
             await kit.call("generation", str(uuid.uuid4()), client=offline)
@@ -351,7 +351,7 @@ def test_a_key_a_server_echoes_is_masked_in_every_message(echoing: str) -> None:
     secret = "pk_live_" + uuid.uuid4().hex
     seen: list[MediagenError] = []
     fast = RetryPolicy(max_attempts=1)
-    with Client(secret, base_url=echoing, limits=Limits(time_scale=600), retry=fast) as client:
+    with Client(secret, base_url=echoing, time_scale=600, retry=fast) as client:
         with pytest.raises(AuthenticationError) as auth:
             client.run("gpt-image-2", IMAGE, validate=False)
         seen.append(auth.value)
@@ -359,7 +359,7 @@ def test_a_key_a_server_echoes_is_masked_in_every_message(echoing: str) -> None:
             client.wait(ECHOED_GENERATION).raise_for_status()
         seen.append(failed.value)
     for prefix, kind in (("/429", RateLimitError), ("/500", ServerError)):
-        with Client(secret, base_url=echoing + prefix, limits=Limits(time_scale=600), retry=fast) as client:
+        with Client(secret, base_url=echoing + prefix, time_scale=600, retry=fast) as client:
             with pytest.raises(kind) as raised:
                 client.generation(ECHOED_GENERATION)
             seen.append(raised.value)

@@ -50,9 +50,7 @@ class Told:
 def core(tmp_path: Any, *, scale: float = 1.0, budget: Budget | None = None) -> Core:
     """A core on a manual clock run at ``scale``, its windows in memory on that clock, a ledger in tmp."""
     machine = SteppingClock(ManualClock(start=1_000_000.0))
-    settings = Settings(
-        BASE, (Secret("pk_test_engine"),), "keys:test", Limits(time_scale=scale, margin=0.0), False
-    )
+    settings = Settings(BASE, (Secret("pk_test_engine"),), "keys:test", Limits(margin=0.0), False)
     book = Ledger(tmp_path / "ledger.sqlite")
     parts = Collaborators(
         clock=ServiceClock(machine, scale),

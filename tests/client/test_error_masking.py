@@ -18,7 +18,6 @@ from mediagen_nb.client import (
     Analysis,
     Client,
     Generation,
-    Limits,
     RetryPolicy,
     ServiceResponseError,
     StartUncertain,
@@ -110,7 +109,7 @@ def client() -> Iterator[Client]:
         SECRET,
         base_url="https://service.example",
         transport=httpx.MockTransport(echoing),
-        limits=Limits(time_scale=600),
+        time_scale=600,
         retry=RetryPolicy(max_attempts=1),
     ) as made:
         yield made

@@ -31,7 +31,6 @@ from mediagen_nb.client import (
     ConnectionFailed,
     Generation,
     Ledger,
-    Limits,
     Model,
     ReplicationRun,
     RetryPolicy,
@@ -99,7 +98,7 @@ def client(base_url: str, timeout: float = 1.0, **options: Any) -> Client:
         "pk_live_hostile",
         base_url=base_url,
         timeout=timeout,
-        limits=Limits(time_scale=600),
+        time_scale=600,
         retry=RetryPolicy(),
         **options,
     )
@@ -273,7 +272,7 @@ def test_a_start_answered_without_a_usable_id_is_uncertain_and_resumable(
             "pk_live_hostile",
             base_url=server.base_url,
             ledger=str(tmp_path / "ledger.sqlite"),
-            limits=Limits(time_scale=600),
+            time_scale=600,
         ) as c:
             with pytest.raises(StartUncertain) as raised:
                 c.run("gpt-image-2", prompt="a fox", reuse=True)
@@ -309,7 +308,7 @@ def test_a_start_whose_answer_lost_its_id_is_charged_once_and_resumed_free(
             served.demo_key,
             base_url=proxy.base_url,
             ledger=str(tmp_path / "ledger.sqlite"),
-            limits=Limits(time_scale=served.config.time_scale),
+            time_scale=served.config.time_scale,
         ) as c:
             with pytest.raises(StartUncertain):
                 c.run("gpt-image-2", prompt="a fox in the snow", quality="low", reuse=True)
@@ -322,9 +321,7 @@ def test_a_start_whose_answer_lost_its_id_is_charged_once_and_resumed_free(
 
 def test_the_async_client_is_bounded_the_same_way() -> None:
     async def read(base_url: str) -> None:
-        async with AsyncClient(
-            "pk_live_hostile", base_url=base_url, limits=Limits(time_scale=600), timeout=1.0
-        ) as c:
+        async with AsyncClient("pk_live_hostile", base_url=base_url, time_scale=600, timeout=1.0) as c:
             await c.generation(GENERATION_ID)
 
     for answer in (Answer(200, DEEP), Answer(200, b"x", {"Content-Encoding": "gzip"})):

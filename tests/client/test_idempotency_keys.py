@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from mediagen_nb.client import AsyncClient, Limits, idempotency
+from mediagen_nb.client import AsyncClient, idempotency
 from mediagen_nb.client.idempotency import SINGLE, SWEEP, ask, derive
 from mediagen_nb.client.uploads import UPLOADED
 from mediagen_nb.sandbox import Sandbox
 
 pytestmark = pytest.mark.anyio
-LIMITS = Limits(time_scale=600)
+SCALE = 600.0
 
 INPUT = {"prompt": "a lighthouse at dawn", "seed": 7}
 BASE: dict[str, Any] = {
@@ -172,7 +172,7 @@ async def test_another_account_asking_the_same_gets_and_pays_for_its_own(
     mine = await async_client.run("flare-1-dev", INPUT, reuse=True)
     other_key = sandbox.world.accounts.create_key({"account": "other", "name": "theirs"}).secret
     async with AsyncClient(
-        other_key, base_url="http://sandbox.local", transport=sandbox.transport(), limits=LIMITS
+        other_key, base_url="http://sandbox.local", transport=sandbox.transport(), time_scale=SCALE
     ) as theirs_client:
         theirs = await theirs_client.run("flare-1-dev", INPUT, reuse=True)
         again = await theirs_client.run("flare-1-dev", INPUT, reuse=True)

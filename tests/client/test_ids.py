@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mediagen_nb.client import Client, Generation, Limits, ServiceResponseError, ValidationError
+from mediagen_nb.client import Client, Generation, ServiceResponseError, ValidationError
 from mediagen_nb.client.checks import checked_id, header_value, is_id, sendable
 from mediagen_nb.protocol import messages
 
@@ -100,7 +100,7 @@ def client() -> Iterator[tuple[Client, list[httpx.Request]]]:
         "pk_live_ids",
         base_url="https://service.example",
         transport=httpx.MockTransport(answer),
-        limits=Limits(time_scale=600),
+        time_scale=600,
     ) as made:
         yield made, sent
 
@@ -159,7 +159,7 @@ def test_an_answer_whose_id_is_not_a_uuid_is_refused() -> None:
             "pk_live_ids",
             base_url="https://service.example",
             transport=httpx.MockTransport(answer),
-            limits=Limits(time_scale=600),
+            time_scale=600,
         ) as made,
         pytest.raises(ServiceResponseError, match="not a UUID") as raised,
     ):

@@ -27,7 +27,6 @@ import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.client import (
     AsyncClient,
     Client,
-    Limits,
     UploadFailed,
     ValidationError,
     errors,
@@ -60,7 +59,7 @@ def charges(sandbox: Sandbox) -> dict[str, int]:
 
 @pytest.fixture
 def client(served: Sandbox) -> Iterator[Client]:
-    with Client(served.demo_key, base_url=served.base_url, limits=Limits(time_scale=SCALE)) as made:
+    with Client(served.demo_key, base_url=served.base_url, time_scale=SCALE) as made:
         yield made
 
 
@@ -131,7 +130,7 @@ def test_a_path_column_of_a_sweep(served: Sandbox, tmp_path: Path) -> None:
     client = AsyncClient(
         served.demo_key,
         base_url=served.base_url,
-        limits=Limits(time_scale=SCALE),
+        time_scale=SCALE,
         ledger=str(tmp_path / "l.db"),
     )
     before = UPLOADED.sent
@@ -320,7 +319,7 @@ def test_a_file_used_before_a_sandbox_restart_is_uploaded_again(tmp_path: Path) 
     sample_file = voice(tmp_path, 10)
     first = Sandbox(time_scale=SCALE, seed=1).start()
     port = int(str(first.base_url).rsplit(":", 1)[1])
-    with Client(first.demo_key, base_url=first.base_url, limits=Limits(time_scale=SCALE)) as client:
+    with Client(first.demo_key, base_url=first.base_url, time_scale=SCALE) as client:
         made = client.generate("zonos2", text="Before", audio=sample_file)
         assert made.status == "succeeded"
         first.stop()

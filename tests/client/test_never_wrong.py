@@ -18,7 +18,7 @@ from _hostile import Answer, Request, forward, serve
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch.usage import usage
-from mediagen_nb.client import Client, Limits, ServiceResponseError, StartUncertain
+from mediagen_nb.client import Client, ServiceResponseError, StartUncertain
 from mediagen_nb.client.balance import balance
 from mediagen_nb.client.catalog import InputIgnored
 from mediagen_nb.client.resources.fields import Normalised
@@ -73,7 +73,7 @@ def speak(sandbox: Sandbox, names: wire.Names = wire.DEFAULT) -> str:
 
 
 def client_of(base_url: str, key: str, ledger: Path) -> Client:
-    return Client(key, base_url=base_url, limits=Limits(time_scale=TIME_SCALE), ledger=str(ledger))
+    return Client(key, base_url=base_url, time_scale=TIME_SCALE, ledger=str(ledger))
 
 
 def charged(sandbox: Sandbox) -> int:
@@ -267,7 +267,7 @@ def test_advice_is_of_the_kind_of_the_difference(sandbox: Sandbox, tmp_path: Pat
     client = Client(
         sandbox.demo_key,
         base_url=sandbox.base_url,
-        limits=Limits(time_scale=TIME_SCALE),
+        time_scale=TIME_SCALE,
         ledger=str(tmp_path / "l.sqlite"),
         wire=str(names_file),
     )

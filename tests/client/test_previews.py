@@ -6,7 +6,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from mediagen_nb.client import Client, Limits, html, previews, settings
+from mediagen_nb.client import Client, html, previews, settings
 from mediagen_nb.protocol.paths import path
 from mediagen_nb.sandbox import Sandbox
 
@@ -44,7 +44,7 @@ def test_proxy_goes_through_the_jupyter_server(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_inline_keeps_pictures_in_the_output(served: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    with Client(served.demo_key, base_url=served.base_url, limits=Limits(time_scale=600)) as client:
+    with Client(served.demo_key, base_url=served.base_url, time_scale=600) as client:
         made = client.generate("flare-1-swift", prompt="a lighthouse kept inline")
     assert made.url is not None
     previews.preview_mode("inline")

@@ -23,7 +23,6 @@ from mediagen_nb.client import (
     InsufficientCreditsError,
     KeyCapReachedError,
     Ledger,
-    Limits,
     MediagenError,
     ModerationError,
     RetryPolicy,
@@ -257,7 +256,7 @@ async def test_a_start_past_the_key_cap_gives_back_its_hold(sandbox: Sandbox, ow
     capped = sandbox.world.accounts.create_key({"name": "capped", "monthlyCap": PRICE - 1}).secret
     budget(12)
     async with AsyncClient(
-        capped, base_url="http://sandbox.local", transport=sandbox.transport(), limits=Limits(time_scale=600)
+        capped, base_url="http://sandbox.local", transport=sandbox.transport(), time_scale=600
     ) as client:
         with pytest.raises(KeyCapReachedError):
             await client.run(MODEL, prompt(0))

@@ -30,7 +30,9 @@ from mediagen_nb.client import AsyncClient, Limits, Secret, limits_store, pacing
 from mediagen_nb.client.config import normalize_url
 from mediagen_nb.client.context import PROCESS
 from mediagen_nb.client.limits_store import SQLiteStore, Window, scope_of
+from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.protocol.paths import path
+from mediagen_nb.runtime.clock import REAL
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 pytestmark = pytest.mark.realtime  # real processes share windows on wall time (limits_store.py)
@@ -279,7 +281,7 @@ def test_sweeps_on_two_machines_with_two_ledgers_charge_each_row_once(
             service.demo_key,
             base_url=service.base_url,
             ledger=str(tmp_path / f"{machine}.sqlite"),
-            limits=Limits(time_scale=SCALE),
+            time_scale=SCALE,
         )
         outs.append(rows.mediagen.run(MODEL, client=client, run_name="team-sweep", progress=False))
     assert list(outs[0]["generation_id"]) == list(outs[1]["generation_id"])
@@ -372,7 +374,7 @@ def test_a_120_row_sweep_on_a_loaded_machine_meets_no_429s(tmp_path: Path) -> No
             sandbox.demo_key,
             base_url=sandbox.base_url,
             ledger=str(tmp_path / "l.sqlite"),
-            limits=Limits(time_scale=600.0),
+            time_scale=600.0,
         )
         rows = pd.DataFrame({"prompt": [f"a busy machine, take {i}" for i in range(120)]})
         out = rows.mediagen.run(MODEL, client=client, progress=False)
@@ -396,8 +398,9 @@ def test_a_team_of_sweeps_on_keys_of_one_account_on_a_loaded_machine_meets_no_42
 
 
 def test_the_margin_follows_the_measured_latency() -> None:
-    latency = pacing.Latency(Limits(time_scale=SCALE))
-    assert latency.margin() == Limits(time_scale=SCALE).default_margin == 0.1  # nothing measured yet
+    window = ServiceClock(REAL, SCALE).real(Limits().window)  # the service's 60 s in real seconds
+    latency = pacing.Latency(Limits(), window)
+    assert latency.margin() == Limits().margin_for(window) == 0.1  # nothing measured yet
     for _ in range(64):
         latency.record(0.003)  # an idle machine: a few ms late and back
     assert latency.margin() == pacing.ADAPTIVE_FLOOR  # 20 ms, not 100: more throughput
@@ -407,7 +410,7 @@ def test_the_margin_follows_the_measured_latency() -> None:
     for _ in range(64):
         latency.record(5.0)
     assert latency.margin() == pacing.ADAPTIVE_CAP
-    assert pacing.Latency(Limits(margin=0.05)).margin() == 0.05  # a margin given is kept
+    assert pacing.Latency(Limits(margin=0.05), window).margin() == 0.05  # a margin given is kept
 
 
 def test_a_redis_booking_counts_the_read_of_redis_s_clock_in_its_spread(redis_url: str) -> None:
@@ -489,7 +492,7 @@ def sweep_while(sandbox: Sandbox, limits_url: str, ledger: Path, damage: Any) ->
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     client = AsyncClient(
-        sandbox.demo_key, base_url=sandbox.base_url, limits=Limits(time_scale=SCALE, url=limits_url)
+        sandbox.demo_key, base_url=sandbox.base_url, limits=Limits(url=limits_url), time_scale=SCALE
     )
     rows = pd.DataFrame({"prompt": [f"a storm at sea, take {i}" for i in range(SWEEP_ROWS)]})
     try:

@@ -20,7 +20,7 @@ import pytest
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch.usage import usage
-from mediagen_nb.client import Client, Limits, MediagenError, ServiceResponseError
+from mediagen_nb.client import Client, MediagenError, ServiceResponseError
 from mediagen_nb.client.catalog import find_models
 from mediagen_nb.doctor import main as doctor
 from mediagen_nb.notebook.forms import Form
@@ -122,7 +122,7 @@ def client_of(sandbox: Sandbox, ledger: Path, names: Path | None = None) -> Clie
     return Client(
         sandbox.demo_key,
         base_url=sandbox.base_url,
-        limits=Limits(time_scale=TIME_SCALE),
+        time_scale=TIME_SCALE,
         ledger=str(ledger),
         wire=str(names) if names is not None else None,
     )

@@ -24,7 +24,6 @@ import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.client import (
     Client,
     ConfigurationError,
-    Limits,
     NotFoundError,
     ServiceResponseError,
     ValidationError,
@@ -67,7 +66,7 @@ def sandbox_in(names: wire.Names) -> Iterator[Sandbox]:
 
 def client_of(base_url: str, key: str, names: Path | None = None) -> Client:
     wire_file = str(names) if names is not None else None
-    return Client(key, base_url=base_url, limits=Limits(time_scale=TIME_SCALE), wire=wire_file)
+    return Client(key, base_url=base_url, time_scale=TIME_SCALE, wire=wire_file)
 
 
 def nine_steps(client: Client) -> dict[str, Outcome]:

@@ -23,7 +23,6 @@ from mediagen_nb.client import (
     ConnectionFailed,
     Ledger,
     LedgerError,
-    Limits,
     RetryPolicy,
     StartUncertain,
     ValidationError,
@@ -41,7 +40,7 @@ pytestmark = pytest.mark.anyio
 MODEL, PRICE = "flare-1-pro", 5
 INPUT = {"prompt": "a lighthouse at dawn"}
 URL = "http://sandbox.local"
-LIMITS = Limits(time_scale=600)
+SCALE = 600.0
 
 
 class Sent:
@@ -156,7 +155,7 @@ async def test_a_failed_start_is_asked_anew_as_the_next_variation(
 def as_embedded(sandbox: Sandbox) -> AsyncClient:
     """A client of ``sandbox`` that counts it as the embedded sandbox (service ``embedded-sandbox``,
     instance its address): rows of another instance of that service are then looked up too."""
-    probe = AsyncClient(sandbox.demo_key, base_url=URL, transport=sandbox.transport(), limits=LIMITS)
+    probe = AsyncClient(sandbox.demo_key, base_url=URL, transport=sandbox.transport(), time_scale=SCALE)
     settings = replace(probe.settings, sandbox=True)
     return AsyncClient(settings=settings, transport=sandbox.transport())
 
@@ -237,7 +236,7 @@ async def test_a_start_recorded_for_another_account_label_is_read_and_adopted(
 ) -> None:
     """The same account under another label (``account=``): the earlier start is read by id, found
     fine, and recorded for this label, so a re-run trusts it; nothing is started or charged again."""
-    options: dict[str, Any] = {"base_url": URL, "transport": sandbox.transport(), "limits": LIMITS}
+    options: dict[str, Any] = {"base_url": URL, "transport": sandbox.transport(), "time_scale": SCALE}
     async with AsyncClient(sandbox.demo_key, account="first", **options) as first:
         made = await first.run(MODEL, INPUT, reuse=True)
     async with AsyncClient(sandbox.demo_key, account="second", **options) as second:
@@ -302,7 +301,10 @@ async def test_a_start_answered_with_no_usable_id_says_so_and_keeps_the_cause(ow
         return httpx.Response(201, json={"success": True, "data": {"status": "processing"}})
 
     async with AsyncClient(
-        "pk_live_x", base_url="https://service.example", transport=httpx.MockTransport(answer), limits=LIMITS
+        "pk_live_x",
+        base_url="https://service.example",
+        transport=httpx.MockTransport(answer),
+        time_scale=SCALE,
     ) as client:
         with pytest.raises(StartUncertain) as lost:
             await client.run(MODEL, INPUT, validate=False, price=PRICE)
@@ -322,7 +324,7 @@ async def test_a_start_that_never_left_the_machine_is_dropped(sandbox: Sandbox, 
 
     budget(20)
     async with AsyncClient(
-        sandbox.demo_key, base_url=URL, transport=httpx.MockTransport(answer), limits=LIMITS
+        sandbox.demo_key, base_url=URL, transport=httpx.MockTransport(answer), time_scale=SCALE
     ) as client:
         with pytest.raises(ConnectionFailed) as refused:
             await client.run(MODEL, INPUT, reuse=True)

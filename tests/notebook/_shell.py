@@ -12,7 +12,7 @@ import httpx
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import ExecutionResult, InteractiveShell
 
-from mediagen_nb.client import Client, Generation, Limits
+from mediagen_nb.client import Client, Generation
 from mediagen_nb.notebook.session import SESSION
 from mediagen_nb.protocol.paths import PATHS
 from mediagen_nb.sandbox import Sandbox
@@ -90,7 +90,7 @@ class Notebook:
             Client(
                 key,
                 base_url=self.sandbox.base_url,
-                limits=Limits(time_scale=TIME_SCALE),
+                time_scale=TIME_SCALE,
                 http_client=self.http(),
             )
         )
@@ -105,7 +105,7 @@ class Notebook:
             Client(
                 sandbox.demo_key,
                 base_url=sandbox.base_url,
-                limits=Limits(time_scale=sandbox.config.time_scale),
+                time_scale=sandbox.config.time_scale,
                 http_client=self.http(),
             )
         )

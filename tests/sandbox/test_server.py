@@ -156,7 +156,7 @@ def test_client_env_points_a_client_at_the_served_sandbox(monkeypatch: pytest.Mo
         for name, value in sandbox.client_env().items():
             monkeypatch.setenv(name, value)
         with Client() as client:
-            assert client.base_url == sandbox.base_url and client.settings.limits.time_scale == 60
+            assert client.base_url == sandbox.base_url and client.clock.scale == 60
             assert client.estimate("gpt-image-2", prompt="a heron", quality="high").credits == 25
 
 
