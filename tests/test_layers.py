@@ -281,3 +281,67 @@ def test_the_sandbox_state_file_stores_rows_of_resources_it_does_not_know() -> N
     ] == []
     tree = ast.parse(state.read_text())
     assert [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "from_dict"] == []
+
+
+# Where the client may name a time scale (``time_scale``, ``scale``): the clock that holds it
+# (timing.py), the assembler that builds that clock once from the settings, the settings it is built
+# from (config.py's Settings, and the kept sandbox's own scale; settings.py reads MEDIAGEN_TIME_SCALE)
+# and the clients' constructor, which hands its argument to the assembler. Only the clock, the assembler
+# and config.py's Embedded read one off an object.
+SCALE_NAMES = ("time_scale", "scale")
+NAMING_A_SCALE = {
+    "client/assemble.py",
+    "client/clients.py",
+    "client/config.py",
+    "client/settings.py",
+    "client/timing.py",
+}
+READING_A_SCALE = {"client/assemble.py", "client/config.py", "client/timing.py"}
+
+
+def scale_names(tree: ast.AST) -> tuple[list[int], list[int]]:
+    """The lines where ``tree`` names a time scale (any way), and those where it reads one off an object."""
+    named, read = [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in SCALE_NAMES:
+            read.append(node.lineno)
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.arg
+            if isinstance(node, (ast.arg, ast.keyword))
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else None
+        )
+        if name in SCALE_NAMES:
+            named.append(getattr(node, "lineno", 0))
+    return named, read
+
+
+def test_time_runs_in_one_unit_behind_one_clock() -> None:
+    """The client's one clock holds the time scale (``ServiceClock``, built by the assembler alone);
+    ``Limits`` is in the service's seconds and carries none, and no part of the engine reads a scale
+    beside its clock: what needs real seconds asks the clock (``clock.real``)."""
+    from dataclasses import fields
+
+    from mediagen_nb.client.pacing import Limits
+
+    assert not [f.name for f in fields(Limits) if "scale" in f.name]
+    assert not [name for name in dir(Limits) if "scale" in name or name.startswith("real")]
+    naming: set[str] = set()
+    reading: set[str] = set()
+    building: set[str] = set()
+    for path in sorted(CLIENT.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        where = path.relative_to(PACKAGE).as_posix()
+        named, read = scale_names(tree)
+        naming |= {where} if named else set()
+        reading |= {where} if read else set()
+        calls = [
+            n for n in ast.walk(tree) if isinstance(n, ast.Call) and "ServiceClock" in ast.unparse(n.func)
+        ]
+        building |= {where} if calls else set()
+    assert naming <= NAMING_A_SCALE and reading <= READING_A_SCALE, (naming, reading)
+    assert building == {"client/assemble.py"}
+    assert scale_names(ast.parse("limits.time_scale; f(scale=2)")) == ([1, 1], [1])  # the check works
