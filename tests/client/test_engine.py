@@ -47,7 +47,9 @@ class Told:
             self.lines.append(text)
 
 
-def core(tmp_path: Any, *, scale: float = 1.0, budget: Budget | None = None) -> Core:
+def core(
+    tmp_path: Any, *, scale: float = 1.0, budget: Budget | None = None, retry: RetryPolicy | None = None
+) -> Core:
     """A core on a manual clock run at ``scale``, its windows in memory on that clock, a ledger in tmp."""
     machine = SteppingClock(ManualClock(start=1_000_000.0))
     settings = Settings(BASE, (Secret("pk_test_engine"),), "keys:test", Limits(margin=0.0), False)
@@ -59,7 +61,7 @@ def core(tmp_path: Any, *, scale: float = 1.0, budget: Budget | None = None) -> 
         ledger=lambda override: book,
         notices=Told(),
     )
-    return Core(settings, RetryPolicy(), 30.0, parts)
+    return Core(settings, retry or RetryPolicy(), 30.0, parts)
 
 
 def ok(data: Any, status: int = 200) -> httpx.Response:
@@ -74,11 +76,15 @@ Answer = httpx.Response | BaseException
 
 
 def drive(
-    op: Op[Any], engine: Core, answers: list[Answer], calls: list[Call] | None = None
+    op: Op[Any],
+    engine: Core,
+    answers: list[Answer],
+    calls: list[Call] | None = None,
+    seen: Callable[[Call], None] | None = None,
 ) -> tuple[Any, list[Call], list[float]]:
     """Run ``op`` by hand: Records run here, each Call gets the next scripted answer (a response, or an
     error raised into the operation), each Pause moves the manual clock. The result, the Calls sent
-    and the Pauses (service seconds)."""
+    and the Pauses (service seconds). ``seen`` looks at each Call as it is yielded, before its answer."""
     calls = [] if calls is None else calls
     pauses: list[float] = []
     reply: Any = None
@@ -96,6 +102,8 @@ def drive(
             engine.clock.sleep(step.seconds)
         else:
             calls.append(step)
+            if seen is not None:
+                seen(step)
             answer = answers.pop(0)
             if isinstance(answer, BaseException):
                 failure = answer
@@ -104,10 +112,12 @@ def drive(
                 reply = answer
 
 
-def raised(op: Op[Any], engine: Core, answers: list[Answer]) -> tuple[BaseException, list[Call]]:
+def raised(
+    op: Op[Any], engine: Core, answers: list[Answer], seen: Callable[[Call], None] | None = None
+) -> tuple[BaseException, list[Call]]:
     calls: list[Call] = []
     try:
-        drive(op, engine, list(answers), calls)
+        drive(op, engine, list(answers), calls, seen)
     except BaseException as exc:
         return exc, calls
     raise AssertionError("the operation did not fail")
@@ -124,6 +134,16 @@ def test_a_503_is_retried_after_the_backoff_in_service_seconds(tmp_path: Any) ->
     assert data == {"a": 1} and len(calls) == 2
     assert [p for p in pauses if p >= 1] and 3.75 <= max(pauses) <= 6.25  # 5 s, +-25 % jitter
     assert engine.clock.monotonic() - before == pytest.approx(sum(pauses))  # one unit, no conversion
+
+
+def test_a_429_pauses_the_key_for_the_service_s_window_as_the_clock_reads_it(tmp_path: Any) -> None:
+    """An unexpected 429 rests its key for a window: 60 service seconds at any time scale, the windows'
+    real seconds coming from the one clock (at x30, 2 real s), not from a second conversion."""
+    engine = core(tmp_path, scale=30.0, retry=RetryPolicy(rate_limit_wait=0.0, jitter=0.0))
+    read = Call("GET", "generation", READ, params={"id": G1})
+    data, calls, pauses = drive(engine.send(read), engine, [fail(429, "slow down"), ok({"id": G1})])
+    assert data == {"id": G1} and len(calls) == 2
+    assert sum(pauses) == pytest.approx(60.0, abs=0.5)  # the window, in service seconds
 
 
 def test_a_404_is_never_retried(tmp_path: Any) -> None:
