@@ -7,6 +7,7 @@ and the money rules are checked at the layer that owns them. The sandbox tests k
 """
 
 import json
+import warnings
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -23,9 +24,12 @@ from mediagen_nb.client.ledger import Ledger
 from mediagen_nb.client.limits_store import SQLiteStore
 from mediagen_nb.client.pacing import Limits
 from mediagen_nb.client.retry import RetryPolicy
+from mediagen_nb.client.spelling import SpellingLearned
 from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.steps import READ, START, Call, Op, Pause, Record
 from mediagen_nb.client.timing import ServiceClock
+from mediagen_nb.protocol import wire
+from mediagen_nb.protocol.environment import ENV_WIRE
 from mediagen_nb.runtime.clock import ManualClock, SteppingClock
 
 BASE = "http://service.test"
@@ -290,3 +294,76 @@ def test_a_start_answered_with_a_generation_the_ledger_holds_under_another_key_i
     assert not start(engine, [started(made(SENT))], key="k-1").reused
     again = start(engine, [started(made(SENT))], key="k-2")  # the service answered k-2 with k-1's generation
     assert again.reused and again.id == G1
+
+
+# -- learned spellings: names the spec does not show, met spelt otherwise ----------------------------
+
+MODELS = [  # two catalog records whose id is spelt 'slug' (ours: 'id'), in a list ours calls 'models'
+    {"slug": "flare-1-swift", "name": "Flare 1 Swift", "outputType": "image", "credits": 1},
+    {"slug": "gpt-image-2", "name": "GPT Image 2", "outputType": "image", "credits": 3},
+]
+UNREAD = [fail(404, "no such page"), fail(404, "no such page")]  # llms.txt and openapi.json: not published
+
+
+def listed_as(data: Any) -> httpx.Response:
+    """A models answer: ``data`` whole, as ``GET /models`` sends it."""
+    return httpx.Response(200, content=json.dumps({"success": True, "data": data}).encode())
+
+
+def test_the_engine_learns_a_models_list_and_an_id_spelt_otherwise_says_so_and_uses_them(
+    tmp_path: Any,
+) -> None:
+    """A models answer holding its one list of records as 'items', each record's id as 'slug': the only
+    members that can be them, so the engine learns both, says each once (naming the names-file setting),
+    and reads later answers by them, even where the answer alone would no longer settle them."""
+    engine = Engine(core(tmp_path))
+    with pytest.warns(SpellingLearned) as said:
+        models, calls, _ = drive(
+            engine.catalog.models(), engine.core, [listed_as({"items": MODELS}), *UNREAD]
+        )
+    assert [m.id for m in models] == ["flare-1-swift", "gpt-image-2"] and [m.credits for m in models] == [
+        1,
+        3,
+    ]
+    assert engine.core.spelling.learned == {"models_list": "items", "model_id": "slug"}
+    told = [str(w.message) for w in said]
+    assert len(told) == 2
+    assert "'items', not 'models'" in told[0] and wire.setting("models_list") in told[0]
+    assert "'slug', not 'id'" in told[1] and wire.setting("model_id") in told[1]
+    assert [c.endpoint for c in calls] == ["models", "llms_txt", "openapi"] and all(
+        c.kind != START for c in calls
+    )
+    # Two lists of records, two id-like members: unsettled alone, read by what was learned, nothing said.
+    crowded = [{**m, "code": m["slug"].upper()} for m in MODELS]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpellingLearned)
+        again, _, _ = drive(
+            engine.catalog.models(refresh=True),
+            engine.core,
+            [listed_as({"items": crowded, "featured": crowded[:1]}), *UNREAD],
+        )
+    assert [m.id for m in again] == ["flare-1-swift", "gpt-image-2"]
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "attribute"),
+    [
+        ({"items": MODELS, "featured": MODELS[:1]}, "models", "models_list"),  # which is the catalog?
+        (
+            {"models": [{**m, "code": m["slug"].upper()} for m in MODELS]},
+            "id",
+            "model_id",
+        ),  # which is its id?
+    ],
+    ids=["two lists of records", "two id-like members"],
+)
+def test_a_spelling_the_answer_cannot_settle_is_refused_naming_the_field_and_the_setting(
+    tmp_path: Any, data: dict[str, Any], field: str, attribute: str
+) -> None:
+    """Where more than one member could be the name, nothing is guessed and nothing learned: the read fails
+    naming the field and the names-file setting that settles it, never an empty or a wrong catalog."""
+    engine = Engine(core(tmp_path))
+    error, calls = raised(engine.catalog.models(), engine.core, [listed_as(data), *UNREAD])
+    assert isinstance(error, errors.ServiceResponseError) and error.field == field
+    assert wire.setting(attribute) in error.message and ENV_WIRE in error.message
+    assert engine.core.spelling.learned == {} and all(c.kind != START for c in calls)
