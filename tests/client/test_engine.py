@@ -17,15 +17,18 @@ import httpx
 import pytest
 
 from mediagen_nb.client import errors
+from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import Secret, Settings
 from mediagen_nb.client.core import Collaborators, Core
 from mediagen_nb.client.engine import Engine
 from mediagen_nb.client.ledger import Ledger
 from mediagen_nb.client.limits_store import SQLiteStore
 from mediagen_nb.client.pacing import Limits
+from mediagen_nb.client.resources import Generation
 from mediagen_nb.client.retry import RetryPolicy
 from mediagen_nb.client.spelling import SpellingLearned
 from mediagen_nb.client.spending import Budget
+from mediagen_nb.client.starts import Recorded, Start, Starts, listed
 from mediagen_nb.client.steps import READ, START, Call, Op, Pause, Record
 from mediagen_nb.client.timing import ServiceClock
 from mediagen_nb.protocol import wire
@@ -367,3 +370,108 @@ def test_a_spelling_the_answer_cannot_settle_is_refused_naming_the_field_and_the
     assert isinstance(error, errors.ServiceResponseError) and error.field == field
     assert wire.setting(attribute) in error.message and ENV_WIRE in error.message
     assert engine.core.spelling.learned == {} and all(c.kind != START for c in calls)
+
+
+# -- the ledger before the send, through Starts --------------------------------------------------------
+
+PRICE = 5  # what the start is priced at (given, as a sweep that priced its rows in bulk gives it)
+
+
+def run(engine: Engine, key: str | None = "k-1", **options: Any) -> Op[Any]:
+    """``generations.run`` at a known price, by hand (no catalog read: validate=False, no budget)."""
+    return engine.generations.run(
+        "flare-1-swift", {"prompt": "a fox"}, validate=False, idempotency_key=key, price=PRICE, **options
+    )
+
+
+def test_a_start_is_in_the_ledger_with_its_key_and_price_before_it_is_sent(tmp_path: Any) -> None:
+    """When the start's request is yielded, the ledger already holds its intent: its Idempotency-Key and
+    price, the charge not yet known. A kernel killed at that instant leaves a start a re-run resumes."""
+    engine = Engine(core(tmp_path))
+    book, where = engine.core.parts.ledger(None), engine.core.where
+    held: list[ledgers.Entry | None] = []
+    result, calls, _ = drive(
+        run(engine),
+        engine.core,
+        [started(made(SENT))],
+        seen=lambda call: held.append(book.lookup("k-1", where)),
+    )
+    assert [(c.kind, c.idempotency_key) for c in calls] == [(START, "k-1")]
+    [intent] = held
+    assert intent is not None and intent.sent_unanswered
+    assert (intent.credits, intent.credits_known, intent.resource_id) == (PRICE, False, None)
+    answered = book.lookup("k-1", where)
+    assert answered is not None and answered.resource_id == G1 and not answered.sent_unanswered
+    assert not result.reused and engine.core.budget.status().spent == 1  # the answer's creditsSpent
+
+
+def test_a_start_whose_answer_is_lost_stays_uncertain_and_a_re_run_resumes_it_under_its_key(
+    tmp_path: Any,
+) -> None:
+    """No answer after every retry (each under the start's key): the start fails as uncertain, possibly
+    charged at its price, and stays in the ledger so. A re-run (a new engine on the same ledger: a
+    restarted kernel) sends it again under that same key, which the service answers with what the lost
+    send made: reused, nothing charged again."""
+    first = Engine(core(tmp_path))
+    book, where = first.core.parts.ledger(None), first.core.where
+    error, calls = raised(run(first), first.core, [timeout()] * 6)
+    assert isinstance(error, errors.StartUncertain) and (error.key, error.credits) == ("k-1", PRICE)
+    assert len(calls) > 1 and {c.idempotency_key for c in calls} == {"k-1"}
+    lost = book.lookup("k-1", where)
+    assert lost is not None and lost.sent_unanswered and lost.credits == PRICE and lost.resource_id is None
+
+    again = Engine(core(tmp_path))
+    result, resent, _ = drive(run(again), again.core, [started(made(SENT), status=200)])
+    assert [(c.kind, c.idempotency_key) for c in resent] == [(START, "k-1")]
+    assert result.reused and result.id == G1 and again.core.budget.status().spent == 0
+    resumed = book.lookup("k-1", where)
+    assert resumed is not None and resumed.resource_id == G1 and resumed.owner == lost.owner
+
+
+def test_a_re_run_of_an_unanswered_start_keeps_its_derived_key_never_a_new_variation(tmp_path: Any) -> None:
+    """``reuse=True``: the key derives from what is asked. A start that got no answer is sent again
+    under that key on a re-run (the service replays it), never as the next variation, whose new key
+    would be a second charge."""
+    first = Engine(core(tmp_path))
+    error, calls = raised(run(first, None, reuse=True), first.core, [timeout()] * 6)
+    assert isinstance(error, errors.StartUncertain)
+    [key] = {c.idempotency_key for c in calls}
+    again = Engine(core(tmp_path))
+    result, resent, _ = drive(run(again, None, reuse=True), again.core, [started(made(SENT), status=200)])
+    assert [c.idempotency_key for c in resent] == [key] and result.reused
+
+
+def test_an_uncertain_start_the_service_may_not_deduplicate_is_never_sent_blind(tmp_path: Any) -> None:
+    """A start whose Idempotency-Key the service may not read (``resend=False``, its request not
+    ``replayable``): a lost answer is not retried, and a re-run refuses it before any request, naming the
+    credits it may have cost; the ledger keeps it as possibly charged."""
+
+    def blind(engine: Engine) -> Op[Any]:
+        body = {"modelId": "flare-1-swift", "input": {"prompt": "a fox"}}
+        return Starts(engine.core).start(
+            Start(
+                ledgers.GENERATION,
+                "flare-1-swift",
+                "flare-1-swift",
+                body["input"],
+                request=lambda key: Call(
+                    "POST", "run", START, body=body, idempotency_key=key, replayable=False
+                ),
+                parse=Generation.from_api,
+                recorded=lambda made, answer, _: Recorded(made.status, made.credits_spent, resource=answer),
+                read=engine.generations.generation,
+                price=listed(PRICE),
+                key="k-1",
+                resend=False,
+                unkeyed="its key's name is not confirmed",
+            )
+        )
+
+    first = Engine(core(tmp_path))
+    error, calls = raised(blind(first), first.core, [timeout()] * 6)
+    assert isinstance(error, errors.StartUncertain) and len(calls) == 1
+    again = Engine(core(tmp_path))
+    error, calls = raised(blind(again), again.core, [started(made(SENT))])
+    assert isinstance(error, errors.StartUncertain) and error.credits == PRICE and calls == []
+    entry = again.core.parts.ledger(None).lookup("k-1", again.core.where)
+    assert entry is not None and entry.sent_unanswered
