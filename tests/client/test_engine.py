@@ -428,6 +428,26 @@ def test_a_start_whose_answer_is_lost_stays_uncertain_and_a_re_run_resumes_it_un
     assert resumed is not None and resumed.resource_id == G1 and resumed.owner == lost.owner
 
 
+def test_a_replay_answering_another_process_s_uncertain_start_leaves_it_that_process_s(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process of this ledger sent a start and lost its answer; this one sends it again under its
+    key and the service replays it (200): the start stays the other process's in the ledger, which
+    counts it as theirs, and is reuse here, nothing spent."""
+    from mediagen_nb.client import processes
+
+    mine = processes.me()
+    monkeypatch.setattr(processes, "me", lambda: "elsewhere/1/1")
+    other = Engine(core(tmp_path))
+    raised(run(other), other.core, [timeout()] * 6)
+    monkeypatch.setattr(processes, "me", lambda: mine)
+    again = Engine(core(tmp_path))
+    result, _, _ = drive(run(again), again.core, [started(made(SENT), status=200)])
+    assert result.reused and again.core.budget.status().spent == 0
+    entry = again.core.parts.ledger(None).lookup("k-1", again.core.where)
+    assert entry is not None and entry.resource_id == G1 and entry.owner == "elsewhere/1/1"
+
+
 def test_a_re_run_of_an_unanswered_start_keeps_its_derived_key_never_a_new_variation(tmp_path: Any) -> None:
     """``reuse=True``: the key derives from what is asked. A start that got no answer is sent again
     under that key on a re-run (the service replays it), never as the next variation, whose new key

@@ -379,6 +379,7 @@ async def test_a_ledger_failing_after_the_answer_still_returns_it_and_says_so_on
     assert budget() == BudgetStatus(20, 2 * PRICE, 0)
     said = capsys.readouterr().err
     assert said.count("results are still returned, and a re-run finds what was started by its ") == 1
+    assert "is locked: another process holds it; results are still returned" in said  # the failure, named
     book.close()
 
 
