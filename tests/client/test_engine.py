@@ -7,6 +7,7 @@ and the money rules are checked at the layer that owns them. The sandbox tests k
 """
 
 import json
+import time
 import warnings
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -426,6 +427,37 @@ def test_a_start_whose_answer_is_lost_stays_uncertain_and_a_re_run_resumes_it_un
     assert result.reused and result.id == G1 and again.core.budget.status().spent == 0
     resumed = book.lookup("k-1", where)
     assert resumed is not None and resumed.resource_id == G1 and resumed.owner == lost.owner
+
+
+def test_a_start_another_process_of_the_ledger_sent_too_stays_ours_however_old_its_answer(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While this start is in flight, another process sharing the ledger sends the same start (its intent
+    touches ours). The answer, made long before by one of the two sends, is then this ledger's own
+    start, as the ledger says: not reuse (the other process counts it as the other's)."""
+    from mediagen_nb.client import processes
+
+    engine = Engine(core(tmp_path))
+    book, where, mine = engine.core.parts.ledger(None), engine.core.where, processes.me()
+
+    def other_sends_too(call: Call) -> None:
+        monkeypatch.setattr(processes, "me", lambda: "elsewhere/1/1")
+        time.sleep(0.002)  # real: the ledger's times are the wall clock's, and must differ
+        asked = {
+            "kind": "generation",
+            "via": "call",
+            "model_id": "flare-1-swift",
+            "input": {"prompt": "a fox"},
+        }
+        assert book.intent("k-1", where, **asked) is False  # the row was there: not its to own
+        monkeypatch.setattr(processes, "me", lambda: mine)
+
+    result, _, _ = drive(
+        run(engine), engine.core, [started(made(SENT - timedelta(seconds=30)))], seen=other_sends_too
+    )
+    assert not result.reused
+    entry = book.lookup("k-1", where)
+    assert entry is not None and entry.resource_id == G1 and entry.input == {"prompt": "a fox"}
 
 
 def test_a_replay_answering_another_process_s_uncertain_start_leaves_it_that_process_s(

@@ -12,6 +12,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -434,6 +435,18 @@ def test_account_usage_sets_each_start_in_its_figure_for_the_balance(
     assert book.account_usage(stepping.now + 60, "acct", [(HERE.service, None)]) == nothing
     theirs = {**nothing, "charged": (1, 20), "in_flight": (1, 1), "possibly": (1, 30), "other_keys": (5, 20)}
     assert book.account_usage(since, "someone else", [(HERE.service, HERE.instance)]) == theirs
+
+
+def test_an_intent_keeps_any_input_as_text_it_reads_back_and_none_as_none(book: Ledger) -> None:
+    """What a frame hands over is not always JSON (a date, a path): it is kept as its text, never a failed
+    write before a paid start; a start with no input (a job) reads back as None."""
+    when = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+    intent(book, "dated", input={"prompt": "a", "at": when, "file": Path("/tmp/x.png")})
+    entry = book.lookup("dated", HERE)
+    assert entry is not None and entry.input == {"prompt": "a", "at": str(when), "file": "/tmp/x.png"}
+    intent(book, "bare", input=None)
+    bare = book.lookup("bare", HERE)
+    assert bare is not None and bare.input is None
 
 
 def test_account_usage_counts_a_free_start_at_nothing(book: Ledger, stepping: Stepping) -> None:

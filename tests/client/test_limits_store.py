@@ -136,6 +136,18 @@ def test_a_sqlite_booking_keeps_the_even_stream_and_books_only_half_a_window_ahe
     assert HORIZON == 0.5
 
 
+def test_a_sqlite_slot_in_a_gap_before_a_later_stamp_leaves_it_a_window_and_the_margin(
+    sqlite: SQLiteStore, clock: Clock
+) -> None:
+    """One a second; a stamp another process booked 1.07 s ahead: a slot now fits before it with a margin
+    of 0.05 s (1.05 s), not with 0.1 s (1.1 s), so the margin given is the one the slot is fitted with."""
+    window = Window(scope_of("key", "https://service.example", "gap"), 1, 1.0)
+    sqlite._db.execute("INSERT INTO slots VALUES (?, ?, ?)", (window.scope, clock.now + 1.07, 0.0))
+    assert sqlite.reserve([[window]], margin=0.05) == Booking(0, 0.0, clock.now, clock.now)
+    sqlite._db.execute("DELETE FROM slots WHERE at = ?", (clock.now,))
+    assert sqlite.reserve([[window]], margin=0.1).index is None  # after the later one: past the horizon
+
+
 def test_a_start_books_its_key_and_the_account_together(sqlite: SQLiteStore, clock: Clock) -> None:
     booked = sqlite.reserve([[KEY, ACCOUNT], [OTHER, ACCOUNT]], margin=0.0)
     assert booked.index == 0 and stamps(sqlite, ACCOUNT) == [(clock.now, 0.0)]

@@ -321,6 +321,34 @@ def test_the_top_up_link_is_the_web_app_s_billing_page() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("", "Idempotency-Key must be a non-empty string"),
+        (7, "Idempotency-Key must be a non-empty string"),
+        (
+            "ab\ncd",
+            "Idempotency-Key has a line break at position 2; use letters, digits and -_.: (ASCII only)",
+        ),
+        (
+            "k\u00e9y",
+            "Idempotency-Key has the non-ASCII character 'é' at position 1; use letters, digits and -_.: "
+            "(ASCII only)",
+        ),
+    ],
+    ids=["empty", "a number", "a line break", "non-ASCII"],
+)
+def test_an_idempotency_key_no_header_could_carry_is_refused_naming_where_it_was_and_why(
+    value: Any, message: str
+) -> None:
+    """Before anything is charged: a 400 naming the field it came in and what is wrong with it."""
+    with pytest.raises(ServiceError) as refused:
+        lifecycle.idempotency_key(value, "Idempotency-Key")
+    assert (refused.value.status, refused.value.message) == (400, message)
+    assert lifecycle.idempotency_key(None, "Idempotency-Key") is None
+    assert lifecycle.idempotency_key("run-1:a_b.c", "idempotencyKey") == "run-1:a_b.c"
+
+
 async def test_an_idempotency_key_starts_once_per_account_and_only_its_first_chars_count(
     clock: ManualClock,
 ) -> None:
@@ -479,6 +507,7 @@ def test_a_rolling_window_counts_its_events_and_lets_them_go_a_window_later(cloc
     clock.advance(10)
     assert window.acquire("k") is not None and window.acquire("k") is None
     assert (window.accepted, window.refused, window.count("k"), window.count("other")) == (2, 1, 2, 0)
+    assert window.acquire("k") is None and window.refused == 2  # every refusal counts (each is a 429)
     clock.advance(50)  # exactly a window after the first: it has left
     assert window.count("k") == 1 and window.acquire("k") is not None
     assert first == MID_MAY
