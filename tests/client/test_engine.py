@@ -429,6 +429,31 @@ def test_a_start_whose_answer_is_lost_stays_uncertain_and_a_re_run_resumes_it_un
     assert resumed is not None and resumed.resource_id == G1 and resumed.owner == lost.owner
 
 
+def test_a_start_of_no_known_price_under_a_budget_holds_nothing_and_is_charged_what_it_cost(
+    tmp_path: Any,
+) -> None:
+    """Unvalidated (no model read, no price): the budget holds 0 for it, sends it, then counts the
+    answer's charge."""
+    engine = Engine(core(tmp_path, budget=Budget(100)))
+    unpriced = Starts(engine.core).start(
+        Start(
+            ledgers.GENERATION,
+            "flare-1-swift",
+            "flare-1-swift",
+            {"prompt": "a fox"},
+            request=lambda key: Call("POST", "run", START, body={}, idempotency_key=key),
+            parse=Generation.from_api,
+            recorded=lambda made, answer, _: Recorded(made.status, made.credits_spent, resource=answer),
+            read=engine.generations.generation,
+            price=listed(None),
+            key="k-1",
+        )
+    )
+    result, _, _ = drive(unpriced, engine.core, [started(made(SENT))])
+    assert not result.reused
+    assert (engine.core.budget.status().spent, engine.core.budget.status().held) == (1, 0)
+
+
 def test_a_start_another_process_of_the_ledger_sent_too_stays_ours_however_old_its_answer(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
