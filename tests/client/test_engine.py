@@ -429,6 +429,16 @@ def test_a_start_whose_answer_is_lost_stays_uncertain_and_a_re_run_resumes_it_un
     assert resumed is not None and resumed.resource_id == G1 and resumed.owner == lost.owner
 
 
+def test_a_start_with_no_key_gets_a_new_one_as_its_first_variation(tmp_path: Any) -> None:
+    """Neither a key nor ``reuse``: a random key, recorded as the first (and only) variation of the ask."""
+    engine = Engine(core(tmp_path))
+    _, calls, _ = drive(run(engine, None), engine.core, [started(made(SENT))])
+    [call] = calls
+    assert call.idempotency_key is not None and len(call.idempotency_key) == 32
+    entry = engine.core.parts.ledger(None).lookup(call.idempotency_key, engine.core.where)
+    assert entry is not None and entry.variation == 1 and entry.resource_id == G1
+
+
 def test_a_start_of_no_known_price_under_a_budget_holds_nothing_and_is_charged_what_it_cost(
     tmp_path: Any,
 ) -> None:

@@ -136,6 +136,18 @@ def test_a_month_turn_is_kept_even_for_an_account_granted_nothing(
     assert account.balance == 3000 and not [e for e in accounts.ledger if e["kind"] == GRANT]
 
 
+def test_two_charges_of_one_resource_in_a_month_are_both_given_back_to_that_month(
+    accounts: Accounts, clock: ManualClock
+) -> None:
+    """A run's paid steps charged twice in May, refunded whole in June: all of it comes off May."""
+    caller = demo(accounts, cap=1000)
+    accounts.charge(caller, 4, "analysis", "a1")
+    accounts.charge(caller, 6, "analysis", "a1")
+    clock.advance(20 * DAY)  # into June
+    accounts.refund(caller, 10, "analysis", "a1")
+    assert caller.key is not None and caller.key.spent == {"2026-05": 0, "2026-06": 0}
+
+
 def test_a_refund_whose_charge_is_not_on_record_comes_off_this_month(accounts: Accounts) -> None:
     caller = demo(accounts, cap=1000)
     accounts.charge(caller, 10, "job", "j1")
