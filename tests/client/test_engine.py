@@ -10,6 +10,7 @@ import json
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
@@ -427,6 +428,53 @@ def test_a_start_whose_answer_is_lost_stays_uncertain_and_a_re_run_resumes_it_un
     assert result.reused and result.id == G1 and again.core.budget.status().spent == 0
     resumed = book.lookup("k-1", where)
     assert resumed is not None and resumed.resource_id == G1 and resumed.owner == lost.owner
+
+
+def test_a_replay_of_a_generation_the_ledger_holds_leaves_its_run_time_as_its_start_measured(
+    tmp_path: Any,
+) -> None:
+    """A generation started by k-1 and timed by its reads; another process's start k-2 is answered with
+    it (a replay): that process's reads of it record its status, never a run time of their own."""
+    first = Engine(core(tmp_path))
+    assert not start(first, [started(made(SENT))], key="k-1").reused
+    first.core.clock.sleep(12.0)
+    drive(first.generations.generation(G1), first.core, [ok(made(SENT, "succeeded"))])
+    book, where = first.core.parts.ledger(None), first.core.where
+    timed = book.lookup("k-1", where)
+    assert timed is not None and timed.elapsed_s == pytest.approx(12.0)
+    second = Engine(core(tmp_path))
+    assert start(second, [started(made(SENT))], key="k-2").reused
+    second.core.clock.sleep(3.0)
+    drive(second.generations.generation(G1), second.core, [ok(made(SENT, "succeeded"))])
+    after = book.lookup("k-1", where)
+    assert after is not None and after.status == "succeeded" and after.elapsed_s == pytest.approx(12.0)
+
+
+def test_the_reads_of_a_replayed_generation_go_to_the_ledger_that_holds_it(tmp_path: Any) -> None:
+    """A sweep's own ledger holds k-1's generation, queued; another process's start k-2 to that ledger is
+    answered with it (a replay), and its read (processing) is recorded there, not in its default ledger."""
+    sweep, book = Ledger(tmp_path / "sweep.sqlite"), Ledger(tmp_path / "default.sqlite")
+
+    def engine() -> Engine:
+        made_here = Engine(core(tmp_path))
+        made_here.core.parts = replace(
+            made_here.core.parts, ledger=lambda override: sweep if override else book
+        )
+        return made_here
+
+    def run_to(on: Engine, key: str) -> Any:
+        op = on.generations.run(
+            "flare-1-swift", {"prompt": "a fox"}, validate=False, idempotency_key=key, ledger=sweep
+        )
+        return drive(op, on.core, [started(made(SENT, "queued"))])[0]
+
+    assert not run_to(engine(), "k-1").reused
+    other = engine()
+    assert run_to(other, "k-2").reused
+    drive(other.generations.generation(G1), other.core, [ok(made(SENT, "processing"))])
+    held = sweep.lookup("k-1", other.core.where)
+    assert held is not None and held.status == "processing"
+    assert book.lookup("k-1", other.core.where) is None
 
 
 def test_a_start_with_no_key_gets_a_new_one_as_its_first_variation(tmp_path: Any) -> None:
