@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _locks import HeldLock
+from _locks import HeldLock, LedgerClock
 
 from mediagen_nb.client import assemble, processes
 from mediagen_nb.client import ledger as ledgers
@@ -540,6 +540,27 @@ def test_a_locked_ledger_waits_says_so_once_then_fails_at_once_until_a_write_get
     book.lookup("k3", HERE)
     assert book._busy == 50  # SQLite waits for each try again
     book.close()
+
+
+def test_a_locked_ledger_tries_again_after_pauses_that_double_up_to_a_second(tmp_path: Path) -> None:
+    """On its manual clock (nothing sleeps): 0.05 s, then twice as long each time, up to 1 s, until
+    ``lock_wait``: a lock that frees soon is seen soon, one held long costs few tries."""
+    pauses: list[float] = []
+
+    class Counting(LedgerClock):
+        def sleep(self, seconds: float) -> None:
+            pauses.append(round(seconds, 6))
+            super().sleep(seconds)
+
+    book = Ledger(tmp_path / "ledger.sqlite", lock_wait=4.0, clock=Counting())
+    holder = HeldLock(book.path).take()
+    try:
+        with pytest.raises(LedgerError, match="is locked"):
+            intent(book)
+    finally:
+        holder.close()
+        book.close()
+    assert pauses == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 0.45]  # 4 s in all, the last one cut to fit
 
 
 def test_a_ledger_that_waits_for_no_lock_says_locked_without_a_wait(tmp_path: Path) -> None:
