@@ -148,6 +148,31 @@ def test_two_charges_of_one_resource_in_a_month_are_both_given_back_to_that_mont
     assert caller.key is not None and caller.key.spent == {"2026-05": 0, "2026-06": 0}
 
 
+def test_a_new_sandbox_s_demo_account_counts_its_grants_from_the_month_it_began(
+    accounts: Accounts, clock: ManualClock
+) -> None:
+    """Made in May with May's plan credits (its demo key named and dated then): when the clock reaches
+    June before anything reads a balance, June's grant is still booked."""
+    key = accounts.keys[DEMO_KEY]
+    assert (key.name, key.created_at) == ("demo", MID_MAY)
+    clock.advance(20 * DAY)  # into June, nothing read
+    accounts.book_grants()
+    demo_account = accounts.accounts[DEMO_ACCOUNT]
+    assert (demo_account.balance, demo_account.granted_month) == (3000 + 3000, "2026-06")
+
+
+def test_an_account_saved_before_grants_were_kept_is_saved_again_with_the_month_it_counts_from(
+    accounts: Accounts, clock: ManualClock
+) -> None:
+    old = accounts.accounts[DEMO_ACCOUNT]
+    old.granted_month = ""  # a state from before grants were kept
+    accounts.restore([old], list(accounts.keys.values()), [])
+    assert list(accounts.dump()) == []  # just restored: nothing to save
+    accounts.book_grants()
+    saved = {name: row for kind, name, row in accounts.dump() if kind == "account"}
+    assert saved[DEMO_ACCOUNT]["grantedMonth"] == "2026-05"
+
+
 def test_a_refund_whose_charge_is_not_on_record_comes_off_this_month(accounts: Accounts) -> None:
     caller = demo(accounts, cap=1000)
     accounts.charge(caller, 10, "job", "j1")
