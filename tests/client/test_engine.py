@@ -477,6 +477,39 @@ def test_the_reads_of_a_replayed_generation_go_to_the_ledger_that_holds_it(tmp_p
     assert book.lookup("k-1", other.core.where) is None
 
 
+def test_a_start_on_the_embedded_sandbox_asks_which_state_it_holds_first(tmp_path: Any) -> None:
+    """The kept sandbox may have been reset or restarted from another state: a start learns which state
+    it talks to (a Record step: the check may start it again) before its key is looked up, and is kept
+    under that state's instance."""
+    from types import SimpleNamespace
+
+    from mediagen_nb.client.config import Embedded
+
+    class Launcher:
+        found = 0
+
+        def find(self, data_dir: Any) -> Any:
+            Launcher.found += 1
+            return running
+
+    running = SimpleNamespace(
+        base_url=BASE,
+        demo_key="pk_test_engine",
+        time_scale=1.0,
+        instance="i-1",
+        data_dir=tmp_path,
+        token="owner",
+        agent_token="agent",
+    )
+    engine = Engine(core(tmp_path))
+    embedded = Embedded(running, Launcher())  # type: ignore[arg-type]
+    engine.core.settings = replace(engine.core.settings, sandbox=True, embedded=embedded)
+    embedded._checked = -1e9  # due: the start's check asks the launcher
+    assert not start(engine, [started(made(SENT))]).reused and Launcher.found == 1
+    entry = engine.core.parts.ledger(None).lookup("k-1", engine.core.where)
+    assert entry is not None and entry.instance == "sandbox:i-1"
+
+
 def test_a_start_with_no_key_gets_a_new_one_as_its_first_variation(tmp_path: Any) -> None:
     """Neither a key nor ``reuse``: a random key, recorded as the first (and only) variation of the ask."""
     engine = Engine(core(tmp_path))

@@ -357,7 +357,6 @@ def test_the_top_up_link_is_the_web_app_s_billing_page() -> None:
 # ------------------------------------------------------------------------------------ idempotency
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize(
     ("value", "message"),
     [
@@ -386,6 +385,7 @@ def test_an_idempotency_key_no_header_could_carry_is_refused_naming_where_it_was
     assert lifecycle.idempotency_key("run-1:a_b.c", "idempotencyKey") == "run-1:a_b.c"
 
 
+@pytest.mark.anyio
 async def test_an_idempotency_key_starts_once_per_account_and_only_its_first_chars_count(
     clock: ManualClock,
 ) -> None:
