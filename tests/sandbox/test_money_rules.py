@@ -404,6 +404,15 @@ async def test_an_idempotency_key_starts_once_per_account_and_only_its_first_cha
     assert await kept.once("a", None, start) == ("r4", True)  # no key: every call starts
     assert kept.unsaved == {("a", "key-1"), ("b", "key-1")}
     assert kept.to_dict(("a", "key-1")) == {"account": "a", "key": "key-1", "id": "r1", "at": MID_MAY}
+    saved = sorted(kept.dump("generation"), key=lambda row: row[1])  # the keys made since the last save
+    assert saved == [
+        ("idempotency:generation", '["a","key-1"]', kept.to_dict(("a", "key-1"))),
+        ("idempotency:generation", '["b","key-1"]', kept.to_dict(("b", "key-1"))),
+    ]
+    assert list(kept.dump("generation")) == [] and not kept.unsaved  # saved once
+    again = lifecycle.Idempotency(clock, retention=None, chars=5)  # a restarted sandbox, from those rows
+    again.load({"idempotency:generation": {name: row for _, name, row in saved}}, "generation")
+    assert await again.once("a", "key-1zzz", start) == ("r1", False)
     clock.advance(10 * 365 * DAY)
     assert await kept.once("a", "key-1", start) == ("r1", False)  # kept for ever
 
