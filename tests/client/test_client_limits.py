@@ -25,9 +25,8 @@ from mediagen_nb.runtime.clock import REAL
 from mediagen_nb.sandbox import Sandbox, SandboxConfig
 
 SCALE = 60.0
-WINDOW = ServiceClock(REAL, SCALE).real(Limits().window)  # the service's window in real seconds
+WINDOW = ServiceClock(REAL, SCALE).real(Limits().window)  # the service's window in real seconds: 1 s
 PAUSE = Limits().pause(WINDOW)  # a 429's: the window and its margin
-WINDOW = spec_limits.WINDOW_SECONDS / SCALE  # the service's window in real seconds: 1 s
 LIMIT = spec_limits.REQUESTS_PER_KEY  # 60
 IMAGE = {"prompt": "a lighthouse at dusk", "quality": "low"}  # gpt-image-2, 3 credits
 RUN_PATH = path("run")
