@@ -27,6 +27,16 @@ class Saved(Protocol):
         ...
 
 
+def marked(kind: str, unsaved: set[str], items: Mapping[str, Any]) -> Iterator[Row]:
+    """The rows of ``kind`` of the ``items`` whose ids are marked ``unsaved`` (made or changed since the
+    last dump), their marks cleared; an id marked and since removed gives no row."""
+    ids = list(unsaved)
+    unsaved.clear()
+    for key in ids:
+        if key in items:
+            yield kind, key, items[key].to_dict()
+
+
 def text(value: Any) -> str:
     """``value`` as the state file writes it: compact JSON, Unicode kept."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -16,7 +16,7 @@ from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.fetch import media_seconds
 from mediagen_nb.sandbox.generation.outputs import face_frame, output_specs, seen_images
 from mediagen_nb.sandbox.responses import ServiceError, bad_request, too_many
-from mediagen_nb.sandbox.saved import Row, Rows
+from mediagen_nb.sandbox.saved import Row, Rows, marked
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -145,9 +145,7 @@ class GenerationBackend:
 
     def dump(self) -> Iterator[Row]:
         """The generations made or changed since the last dump, and the keys of new starts, as saved rows."""
-        marked = list(self.unsaved)
-        self.unsaved.clear()
-        yield from ((RESOURCE, key, self.items[key].to_dict()) for key in marked if key in self.items)
+        yield from marked(RESOURCE, self.unsaved, self.items)
         yield from self.idempotency.dump(RESOURCE)
 
     def load(self, rows: Rows) -> None:

@@ -37,7 +37,7 @@ from mediagen_nb.sandbox.replication.links import Source, classify, probe, words
 from mediagen_nb.sandbox.replication.resources import Analysis, Run, RunRequest, run_request
 from mediagen_nb.sandbox.replication.takes import MULTI_SHOT_MODELS, Take, pack, take_input
 from mediagen_nb.sandbox.responses import bad_request
-from mediagen_nb.sandbox.saved import Row, Rows
+from mediagen_nb.sandbox.saved import Row, Rows, marked
 
 if TYPE_CHECKING:
     from mediagen_nb.sandbox.world import World
@@ -69,11 +69,8 @@ class ReplicationBackend:
     def dump(self) -> Iterator[Row]:
         """The analyses and runs made or changed since the last dump, and the keys of new starts, as saved
         rows."""
-        analyses, runs = list(self.unsaved_analyses), list(self.unsaved_runs)
-        self.unsaved_analyses.clear()
-        self.unsaved_runs.clear()
-        yield from ((ANALYSIS, key, self.analyses[key].to_dict()) for key in analyses if key in self.analyses)
-        yield from ((RUN, key, self.runs[key].to_dict()) for key in runs if key in self.runs)
+        yield from marked(ANALYSIS, self.unsaved_analyses, self.analyses)
+        yield from marked(RUN, self.unsaved_runs, self.runs)
         yield from self.analysis_keys.dump(ANALYSIS)
         yield from self.run_keys.dump(RUN)
 

@@ -25,7 +25,7 @@ from mediagen_nb.sandbox import lifecycle, shape
 from mediagen_nb.sandbox.accounts import Caller
 from mediagen_nb.sandbox.media import MediaSpec
 from mediagen_nb.sandbox.responses import bad_request
-from mediagen_nb.sandbox.saved import Row, Rows
+from mediagen_nb.sandbox.saved import Row, Rows, marked
 from mediagen_nb.sandbox.topic_video import options
 from mediagen_nb.sandbox.topic_video.script import ANGLES, speech_seconds, write_script
 from mediagen_nb.sandbox.topic_video.steps import (
@@ -197,9 +197,7 @@ class TopicVideoBackend:
 
     def dump(self) -> Iterator[Row]:
         """The jobs made or changed since the last dump, and the keys of new starts, as saved rows."""
-        marked = list(self.unsaved)
-        self.unsaved.clear()
-        yield from ((RESOURCE, key, self.jobs[key].to_dict()) for key in marked if key in self.jobs)
+        yield from marked(RESOURCE, self.unsaved, self.jobs)
         yield from self.idempotency.dump(RESOURCE)
 
     def load(self, rows: Rows) -> None:
