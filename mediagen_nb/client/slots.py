@@ -2,16 +2,17 @@
 
 A window's stamps are booked slots, each with its *spread*: how long after its slot the request
 may reach the service (the booking process's latency margin until it is sent and answered, then
-what its answer showed). A new stamp at ``t`` with spread ``m`` fits a window of ``limit`` events
-in ``seconds`` when
+what its answer showed). The service counts a request in its window from when it arrives until a
+window later, and refuses one that finds ``limit`` there; so a stamp at ``a`` with spread ``s`` may
+be counted at any moment of ``[a, a + s + seconds)``, its *reach*. A new stamp at ``t`` with spread
+``m`` fits a window of ``limit`` events in ``seconds`` when
 
-- every ``limit + 1`` consecutive stamps, in the order of their slots, it among them, span a whole
-  window: the last slot at least ``seconds`` after the first one's slot plus its spread (so the
-  service, which counts a request when it arrives, never sees ``limit + 1`` in a window);
-- every ``burst + 1`` consecutive stamps span ``burst`` gaps of ``seconds / limit``: ``burst`` is
-  how many may go at once. ``burst = limit`` (the client's default) is the spec's rule alone, 60 at
-  once into an empty window and the 61st when the first has left it; ``burst = 1`` is an even
-  stream, every two neighbouring slots a gap apart.
+- no moment is in the reach of more than ``limit`` stamps, it among them (so whatever order the
+  requests arrive in within their spreads, the service never sees ``limit + 1`` in a window);
+- no moment is in more than ``burst`` stamps' ``[a, a + burst * seconds / limit)``: ``burst`` is how
+  many may go at once. ``burst = limit`` (the client's default) is the spec's rule alone, 60 at once
+  into an empty window and the 61st when the first has left it; ``burst = 1`` is an even stream,
+  every two neighbouring slots a gap apart.
 
 The earliest such ``t`` may lie *between* booked slots (a gap another process's bookings left, or a
 start's account slot that was later than its key's), not only after the last one: filling it is what
@@ -20,11 +21,36 @@ waiting behind its own furthest booking (head-of-line blocking).
 """
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 EPSILON = 1e-9  # seconds: slots computed from one another compare equal despite rounding
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How many stamps' reaches hold each moment: ``count[j]`` from ``moments[j]`` to the next one."""
+
+    moments: list[float]
+    count: list[int]
+
+    @classmethod
+    def of(cls, at: Sequence[float], length: Sequence[float]) -> "Reach":
+        """The reaches ``[at[i], at[i] + length[i])``, each ending a hair early (slots computed from an
+        end compare equal to it)."""
+        changes = sorted(
+            [(a, 1) for a in at] + [(a + n - EPSILON, -1) for a, n in zip(at, length, strict=True)]
+        )
+        moments = [t for t, _ in changes]
+        return cls(moments, list(accumulate(step for _, step in changes)))
+
+    def most(self, start: float, end: float) -> int:
+        """The most reaches that hold any one moment of ``[start, end)``."""
+        first = bisect_right(self.moments, start) - 1  # the change in force at ``start`` (-1: none yet)
+        last = bisect_left(self.moments, end) - 1  # the last change before ``end``
+        return max(self.count[max(first, 0) : last + 1], default=0)
 
 
 @dataclass(frozen=True)
@@ -36,18 +62,16 @@ class Stamps:
     at: Sequence[float]
     spread: Sequence[float]
     burst: int = 1
-    _broken: list[int] = field(init=False, repr=False, compare=False)
-    _crowded: list[int] = field(init=False, repr=False, compare=False)
-    _still: list[float] = field(init=False, repr=False, compare=False)  # the burst counts slots alone
+    _reach: Reach = field(init=False, repr=False, compare=False)
+    _crowd: Reach | None = field(init=False, repr=False, compare=False)  # the burst's, slots alone
 
     def __post_init__(self) -> None:
         if not 1 <= self.burst <= self.limit:
             raise ValueError("Stamps: burst must be 1 to limit")
-        object.__setattr__(self, "_broken", _prefix(self.at, self.spread, self.limit, self.seconds))
-        if self.burst < self.limit:
-            still = [0.0] * len(self.at)
-            object.__setattr__(self, "_still", still)
-            object.__setattr__(self, "_crowded", _prefix(self.at, still, self.burst, self.burst * self.gap))
+        object.__setattr__(self, "_reach", Reach.of(self.at, [s + self.seconds for s in self.spread]))
+        short = self.burst * self.gap
+        crowd = Reach.of(self.at, [short] * len(self.at)) if self.burst < self.limit else None
+        object.__setattr__(self, "_crowd", crowd)
 
     @property
     def gap(self) -> float:
@@ -55,52 +79,19 @@ class Stamps:
 
     def fits(self, t: float, spread: float) -> bool:
         """Whether a stamp at ``t`` with ``spread`` keeps this window's rules."""
-        k = bisect_right(self.at, t)  # the new stamp's place: stamps before it are at[:k]
-        if not _fits(self.at, self.spread, self.limit, self.seconds, self._broken, k, t, spread):
+        if self._reach.most(t, t + spread + self.seconds - EPSILON) >= self.limit:
             return False
-        if self.burst == self.limit:  # the spec's rule alone: the short window is the window itself
-            return True
-        return _fits(self.at, self._still, self.burst, self.burst * self.gap, self._crowded, k, t, 0.0)
+        # burst = limit is the spec's rule alone: the short window is the window itself
+        return self._crowd is None or self._crowd.most(t, t + self.burst * self.gap - EPSILON) < self.burst
 
     def candidates(self, spread: float) -> list[float]:
-        """Every time at which this window's rules may start to allow a stamp: a burst's gaps after
-        a stamp, or a window after one (the earliest slot that fits is one of these, or the earliest
-        asked)."""
+        """Every time at which this window's rules may start to allow a stamp: where a stamp's reach
+        ends (or its burst's, when the burst is short); the earliest slot that fits is one of these,
+        or the earliest asked."""
         out = [a + s + self.seconds for a, s in zip(self.at, self.spread, strict=True)]
         if self.burst < self.limit:
             out += [a + self.burst * self.gap for a in self.at]
         return out
-
-
-def _prefix(at: Sequence[float], spread: Sequence[float], limit: int, seconds: float) -> list[int]:
-    """broken[s]: how many of the stamps before s and s + limit - 1 (limit apart once one more is put
-    between them) leave less than ``seconds``: no new stamp may go between them. A prefix sum."""
-    broken = [0]
-    for s in range(max(0, len(at) - limit + 1)):
-        late = at[s + limit - 1] + EPSILON < at[s] + spread[s] + seconds
-        broken.append(broken[-1] + late)
-    return broken
-
-
-def _fits(
-    at: Sequence[float],
-    spread: Sequence[float],
-    limit: int,
-    seconds: float,
-    broken: list[int],
-    k: int,
-    t: float,
-    mine: float,
-) -> bool:
-    """Whether a stamp at ``t`` (place ``k``) with spread ``mine`` leaves every ``limit + 1`` consecutive
-    stamps spanning ``seconds`` (plus the first one's spread)."""
-    n = len(at)
-    if k >= limit and t + EPSILON < at[k - limit] + spread[k - limit] + seconds:
-        return False
-    if k + limit - 1 < n and at[k + limit - 1] + EPSILON < t + mine + seconds:
-        return False
-    first, last = max(0, k - limit + 1), min(k - 1, n - limit)
-    return first > last or broken[last + 1] == broken[first]
 
 
 def earliest(after: float, windows: Sequence[Stamps], spread: float) -> float:

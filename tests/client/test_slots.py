@@ -5,18 +5,42 @@ import itertools
 import math
 import random
 
+import pytest
+
 from mediagen_nb.client.slots import Stamps, earliest
+from mediagen_nb.runtime.clock import ManualClock
+from mediagen_nb.sandbox.windows import RollingWindow
 
 
 def valid(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> bool:
-    """Whether booked (slot, spread) stamps keep the even stream and never ``limit + 1`` in a window."""
-    stamps = sorted(stamps)
-    gaps = all(b[0] - a[0] >= seconds / limit - 1e-9 for a, b in itertools.pairwise(stamps))
-    windows = all(
-        stamps[i + limit][0] >= stamps[i][0] + stamps[i][1] + seconds - 1e-9
-        for i in range(len(stamps) - limit)
+    """Whether booked (slot, spread) stamps keep the even stream and, wherever each request arrives
+    within its spread, never put ``limit + 1`` in a window (:func:`crowded`)."""
+    ordered = sorted(stamps)
+    gaps = all(b[0] - a[0] >= seconds / limit - 1e-9 for a, b in itertools.pairwise(ordered))
+    return gaps and not crowded(limit, seconds, stamps)
+
+
+def crowded(limit: int, seconds: float, stamps: list[tuple[float, float]]) -> bool:
+    """Whether some arrivals (each request anywhere from its slot to its slot plus spread) put more than
+    ``limit`` in one window: the service counts a request from its arrival until a window later, so
+    at the moment ``x`` that most requests can be counted at once, each of them arrived at or before
+    ``x`` and less than a window before (by brute force, over every slot)."""
+    return any(
+        sum(1 for a, s in stamps if a <= x + 1e-9 and x < a + s + seconds - 1e-9) > limit for x, _ in stamps
     )
-    return gaps and windows
+
+
+def refused(limit: int, seconds: float, stamps: list[tuple[float, float]], rng: random.Random) -> int:
+    """How many requests the sandbox's own window refuses when each arrives at a random moment of its
+    spread (at either end, half the time)."""
+    clock = ManualClock()
+    service = RollingWindow(clock, limit, seconds)
+    start = clock.now()
+    arrivals = sorted(a + rng.choice([0.0, s, rng.uniform(0.0, s)]) for a, s in stamps)
+    for arrival in arrivals:
+        clock.advance(max(0.0, start + arrival - clock.now()))
+        service.acquire("key")
+    return service.refused
 
 
 def window(limit: int, seconds: float, stamps: list[tuple[float, float]], burst: int = 1) -> Stamps:
@@ -119,10 +143,37 @@ def test_random_bursty_bookings_never_put_limit_plus_one_in_a_window() -> None:
             assert slot >= after
             booked.append((slot, spread))
             ordered = sorted(booked)
-            assert all(
-                ordered[i + limit][0] >= ordered[i][0] + ordered[i][1] + seconds - 1e-9
-                for i in range(len(ordered) - limit)
-            )
+            assert not crowded(limit, seconds, booked)
             gap = seconds / limit
             spans = [ordered[i + burst][0] - ordered[i][0] for i in range(len(ordered) - burst)]
             assert all(span >= burst * gap - 1e-9 for span in spans)
+
+
+def test_requests_booked_at_one_slot_leave_the_window_in_the_order_of_their_spreads() -> None:
+    """Sixty requests booked at one slot reach the service over their spreads (a burst sent over a
+    loaded event loop: the last one 0.59 s after the first). The next ten go as each of the first ten
+    to arrive has left the window, whatever order the stamps are listed in, and the sandbox refuses none."""
+    spreads = [0.01 * i for i in range(60)]
+    for order in (spreads, spreads[::-1]):
+        booked = [(100.0, s) for s in order]
+        for _ in range(10):
+            stamps = Stamps(60, 60.0, [a for a, _ in booked], [s for _, s in booked], burst=60)
+            booked.append((earliest(100.0, [stamps], 0.0), 0.0))
+        assert [a for a, _ in booked[60:]] == pytest.approx([160.0 + 0.01 * i for i in range(10)])
+        assert not crowded(60, 60.0, booked)
+        assert refused(60, 60.0, booked, random.Random(1)) == 0
+
+
+def test_random_bookings_with_their_spreads_meet_no_refusal_from_the_sandbox_s_window() -> None:
+    """Bookings from many processes, at random times and spreads, each arriving anywhere within its
+    spread: the sandbox's own rolling window refuses none of them."""
+    rng = random.Random(5)
+    for _ in range(300):
+        limit, seconds = rng.randint(1, 8), rng.choice([6.0, 10.0])
+        burst = rng.choice([1, limit])
+        booked: list[tuple[float, float]] = []
+        for _ in range(rng.randint(1, 25)):
+            after, spread = rng.uniform(0, 30), rng.choice([0.0, 0.2, 0.7, 2.0])
+            booked.append((earliest(after, [window(limit, seconds, booked, burst)], spread), spread))
+        for _ in range(5):
+            assert refused(limit, seconds, booked, rng) == 0
