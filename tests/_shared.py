@@ -14,13 +14,16 @@ import subprocess
 import sys
 import warnings
 import wave
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any, TextIO
 
+import httpx
 import pytest
 from _wait import wait_until
+
+from mediagen_nb.client.transport import SentLate
 
 
 def wav(seconds: float) -> bytes:
@@ -239,3 +242,24 @@ def start_redis(port: int, folder: Path) -> subprocess.Popen[bytes]:
         process.kill()
         raise
     return process
+
+
+class Written(httpx.AsyncHTTPTransport):
+    """httpx's own transport, telling ``seen`` each request it writes to the socket: a request the client
+    stopped before a byte left (too late for its slot: ``SentLate``) never reached the service and is
+    not told, where httpx's request hook (called before any of that) would count it."""
+
+    def __init__(self, seen: Callable[[httpx.Request], None], **options: Any) -> None:
+        super().__init__(**options)
+        self.seen = seen
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            response = await super().handle_async_request(request)
+        except SentLate:
+            raise
+        except BaseException:
+            self.seen(request)  # it may have been written (a broken connection): count it
+            raise
+        self.seen(request)
+        return response

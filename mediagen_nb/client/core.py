@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 
 import httpx
 
-from mediagen_nb.client import errors, pacing
+from mediagen_nb.client import errors, pacing, transport
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.checks import header_value
 from mediagen_nb.client.config import BearerAuth, Secret, Settings, Where, normalize_url, on_this_machine
@@ -40,19 +40,21 @@ CONNECT_TIMEOUT = 5.0  # real seconds to open a connection: a wrong address fail
 CONNECT_RETRIES = (0.5, 1.0)  # real seconds before each new try of a refused connection (never sent)
 WORK_WAIT = 3 * 3600.0  # service seconds a wait for a replica or a video lasts by default
 SILENT_RETRIES = 1  # a request that got no answer in time is tried once more, then fails
-LATE_WAKES = 3  # slots given up in a row for waking up too late, before a request goes late anyway
+LATE_WAKES = 3  # slots given up in a row for waking or sending too late, before a request goes late anyway
 
 
 @dataclass(frozen=True)
 class Slot:
-    """A request's booked slot: when it may go (this machine's clock), its stamp in the store, the
-    windows it is booked in (none for a catalog read), and how much earlier the slot may have been
-    (:class:`Booking`'s ``skew``)."""
+    """A request's booked slot: when it may go (this machine's clock), its stamp in the store and its
+    ticket, the windows it is booked in (none for a catalog read), how much earlier the slot may have
+    been (:class:`Booking`'s ``skew``), and how many slots the request gave up before this one."""
 
     at: float
     stamp: float
     windows: list[Window]
     skew: float = 0.0
+    ticket: str = ""
+    late: int = 0
 
 
 class Notices(Protocol):
@@ -155,6 +157,10 @@ class Core:
         if call.idempotency_key is not None:
             headers["Idempotency-Key"] = header_value("idempotency_key", call.idempotency_key)
         timeout = httpx.Timeout(self.deadline(call), connect=CONNECT_TIMEOUT)
+        extensions = {}
+        if call.send_by is not None:  # stopped if about to be written later (see transport.SendBy)
+            hook = transport.ASendBy if isinstance(http, httpx.AsyncClient) else transport.SendBy
+            extensions["trace"] = hook(self.clock.now, call.send_by)
         return http.build_request(
             call.method,
             self.settings.base_url + path(call.endpoint, **call.params),
@@ -162,6 +168,7 @@ class Core:
             json=call.body,
             headers=headers,
             timeout=timeout,
+            extensions=extensions,
         )
 
     def auth(self, call: Call) -> BearerAuth | None:
@@ -173,19 +180,22 @@ class Core:
         """Real seconds the whole exchange of ``call`` may take: the service's hold plus a margin."""
         return self.timeout + self.clock.real(call.hold) + (HTTP_SLACK if call.hold else 0.0)
 
-    def _reserve(self, call: Call, only: int | None = None) -> Op[tuple[Call, Slot]]:
+    def _reserve(self, call: Call, only: int | None = None, late: int = 0) -> Op[tuple[Call, Slot]]:
         """Book the key with budget first (with the account's start budget for starts); wait for its slot.
 
-        Returns the call with its key and its slot. The booking runs off the event loop (a Record
-        step): the shared store may be a file another process holds, or Redis. A slot woken up to
-        later than the margin it was booked with is given up for a new one (a few times at most): the
-        request would reach the service later than the slot a window after it was booked against.
+        Returns the call with its key and the moment it must be written by, and its slot. The booking
+        runs off the event loop (a Record step): the shared store may be a file another process holds,
+        or Redis. A stamp's spread is the margin it was booked with: half of it is for the request to
+        leave (the other half for its way to the service), so a slot woken up to later than that is
+        given back for a new one, and a request about to be written later is stopped
+        (:class:`~mediagen_nb.client.transport.SendBy`); else it would reach the service later than
+        the slots a window after it were booked against. After ``LATE_WAKES`` slots given up
+        (``late``), it goes as late as it is.
         """
         if call.kind == CATALOG:
             return call, Slot(self.clock.now(), 0.0, [])
         keys = self._keys if only is None else [self._keys[only]]
         choices = [[key] + ([self._account] if call.kind == START else []) for key in keys]
-        late = 0
         while True:
             margin = self.latency.margin()
             booking: Booking = yield Record(partial(self._windows.reserve, choices, margin))
@@ -194,14 +204,23 @@ class Core:
                 yield Pause(self.clock.service(wait))
             if booking.index is None:
                 continue
+            windows = choices[booking.index]
+            slot = Slot(booking.at, booking.stamp, windows, booking.skew, booking.ticket, late)
+            strict = late < LATE_WAKES
             woke = self.clock.now() - booking.at
-            if woke > margin and late < LATE_WAKES:
-                self.latency.record(woke)  # the margin follows: this machine is slower than it was
+            if woke > margin / 2 and strict:
+                yield from self._give_back(slot, woke)
                 late += 1
                 continue
             index = booking.index if only is None else only
-            slot = Slot(booking.at, booking.stamp, choices[booking.index], booking.skew)
-            return Call(**{**call.__dict__, "key": self.settings.keys[index]}), slot
+            send_by = booking.at + margin / 2 if strict else None
+            return Call(**{**call.__dict__, "key": self.settings.keys[index], "send_by": send_by}), slot
+
+    def _give_back(self, slot: Slot, late: float) -> Op[None]:
+        """A request ``late`` seconds after its slot was not sent: its stamp is freed for others, and the
+        margin follows (this machine is slower than it was)."""
+        self.latency.record(late)
+        yield Record(partial(self._windows.release, slot.windows, slot.stamp, slot.ticket))
 
     def requests(self, endpoint: str, count: int) -> Op[Secret]:
         """Book ``count`` requests to ``endpoint`` on one key (waiting for the slots), for a caller that sends
@@ -235,13 +254,18 @@ class Core:
             call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
         attempt, refused, silent = 0, 0, 0
         reached: errors.MediagenError | None = None  # an earlier try's error that may have reached it
+        late = 0  # slots given up for being too late to send in
         while True:
-            call, slot = yield from self._reserve(call)
+            call, slot = yield from self._reserve(call, late=late)
             error: errors.MediagenError
             if first is None:
                 first = self.clock.monotonic()
             try:
                 response: httpx.Response = yield call
+            except transport.SentLate:  # never written: another slot, as for a late wake
+                yield from self._give_back(slot, self.clock.now() - slot.at)
+                late = slot.late + 1
+                continue
             except httpx.ConnectError as exc:  # nothing was sent: safe to try again, briefly
                 try:
                     if refused < len(CONNECT_RETRIES):
@@ -276,7 +300,9 @@ class Core:
                 if call.kind != CATALOG and not call.hold:  # a long poll's time is the service's
                     spread = self.clock.now() - slot.at + slot.skew  # how late it went, and its round trip
                     self.latency.record(spread)
-                    yield Record(partial(self._windows.confirm, slot.windows, slot.stamp, spread))
+                    yield Record(
+                        partial(self._windows.confirm, slot.windows, slot.stamp, slot.ticket, spread)
+                    )
                 if response.is_success:  # a whole answer: one that is not what the spec says is not retried
                     waited = self.clock.monotonic() - first
                     return Answer(

@@ -27,16 +27,21 @@ leave the window by themselves one window later; a process with many rows waitin
 whole future either, so processes sharing a key take turns (fair shares). Each stamp keeps its
 *spread*, how late its request may reach the service: the booking process's margin, replaced by what
 the answer showed once it comes (:meth:`confirm`). Half a window of horizon leaves the answer time to
-come before the stamp a window later is booked against it.
+come before the stamp a window later is booked against it. Each stamp has a ticket of its own: the
+requests of a burst share one slot, and each one's answer confirms its own spread alone (were the
+quick first answer to set all of theirs, the next window would be booked against the slow ones as if
+they too had come at once); a request that could not go in time gives its stamp back
+(:meth:`release`).
 """
 
 import hashlib
+import secrets
 import sqlite3
 import threading
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,7 +74,8 @@ class Booking:
     however long the answer took to reach it, so a request never goes earlier than its slot.
     ``stamp`` is the slot on the store's own clock, which names it to :meth:`Store.confirm`.
     ``skew`` is how much earlier than ``at`` the slot may have been on this machine's clock (Redis's
-    clock is read through a round trip): a request's spread counts it.
+    clock is read through a round trip): a request's spread counts it. ``ticket`` tells this stamp
+    from others booked at the same slot (a burst).
     """
 
     index: int | None
@@ -77,6 +83,7 @@ class Booking:
     at: float = 0.0
     stamp: float = 0.0
     skew: float = 0.0
+    ticket: str = field(default="", compare=False)  # an identity, not part of what was booked
 
 
 def scope_of(kind: str, base_url: str, identity: str) -> str:
@@ -114,9 +121,14 @@ class Store(Protocol):
 
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking: ...
 
-    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
-        """The request booked at ``stamp`` in ``windows`` was answered: it reached the service at most
-        ``spread`` seconds after its slot (less or more than the margin it was booked with)."""
+    def confirm(self, windows: list[Window], stamp: float, ticket: str, spread: float) -> None:
+        """The request booked at ``stamp`` (its ``ticket``) in ``windows`` was answered: it reached the
+        service at most ``spread`` seconds after its slot (less or more than its booked margin)."""
+        ...
+
+    def release(self, windows: list[Window], stamp: float, ticket: str) -> None:
+        """The request booked at ``stamp`` (its ``ticket``) in ``windows`` was never sent: its slot is
+        free."""
         ...
 
     def pause(self, window: Window, seconds: float) -> None: ...
@@ -152,8 +164,9 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=OFF")  # a lost stamp after a power cut costs nothing
             self._db.executescript(
-                "CREATE TABLE IF NOT EXISTS slots (scope TEXT NOT NULL, at REAL NOT NULL, margin REAL);"
-                "CREATE INDEX IF NOT EXISTS slots_by_scope ON slots (scope, at);"
+                "CREATE TABLE IF NOT EXISTS stamps "
+                "(scope TEXT NOT NULL, at REAL NOT NULL, spread REAL NOT NULL, ticket TEXT NOT NULL);"
+                "CREATE INDEX IF NOT EXISTS stamps_by_scope ON stamps (scope, at);"
                 "CREATE TABLE IF NOT EXISTS pauses (scope TEXT PRIMARY KEY, until REAL NOT NULL);"
             )
             self._db.execute(f"PRAGMA busy_timeout = {int(RESERVE_WAIT * 1000)}")
@@ -166,7 +179,7 @@ class SQLiteStore:
                 now = self._now()
                 for w in windows:
                     old = now - KEEP * w.seconds
-                    self._db.execute("DELETE FROM slots WHERE scope = ? AND at + margin < ?", (w.scope, old))
+                    self._db.execute("DELETE FROM stamps WHERE scope = ? AND at + spread < ?", (w.scope, old))
                 stamps = {w: self._stamps(w) for w in windows}
                 paused = {w: self._paused(w) for w in windows}
                 best, slot = choose(now, choices, stamps, paused, margin)
@@ -174,30 +187,39 @@ class SQLiteStore:
                 if slot > horizon:
                     self._db.execute("COMMIT")
                     return Booking(None, slot - horizon, now + slot - horizon)  # ask again then
+                ticket = secrets.token_hex(8)
                 for w in choices[best]:
-                    self._db.execute("INSERT INTO slots VALUES (?, ?, ?)", (w.scope, slot, margin))
+                    self._db.execute(
+                        "INSERT INTO stamps VALUES (?, ?, ?, ?)", (w.scope, slot, margin, ticket)
+                    )
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return Booking(best, max(0.0, slot - now), max(now, slot), slot)
+        return Booking(best, max(0.0, slot - now), max(now, slot), slot, ticket=ticket)
 
     def _stamps(self, window: Window) -> Stamps:
         rows = self._db.execute(
-            "SELECT at, margin FROM slots WHERE scope = ? ORDER BY at", (window.scope,)
+            "SELECT at, spread FROM stamps WHERE scope = ? ORDER BY at", (window.scope,)
         ).fetchall()
-        at, spread = [r[0] for r in rows], [r[1] or 0.0 for r in rows]
+        at, spread = [r[0] for r in rows], [r[1] for r in rows]
         return Stamps(window.limit, window.seconds, at, spread, window.burst)
 
     def _paused(self, window: Window) -> float:
         paused = self._db.execute("SELECT until FROM pauses WHERE scope = ?", (window.scope,)).fetchone()
         return float(paused[0]) if paused else 0.0
 
-    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+    def confirm(self, windows: list[Window], stamp: float, ticket: str, spread: float) -> None:
         with self._lock:
             for w in windows:
-                update = "UPDATE slots SET margin = ? WHERE scope = ? AND at = ?"
-                self._db.execute(update, (max(0.0, spread), w.scope, stamp))
+                update = "UPDATE stamps SET spread = ? WHERE scope = ? AND at = ? AND ticket = ?"
+                self._db.execute(update, (max(0.0, spread), w.scope, stamp, ticket))
+
+    def release(self, windows: list[Window], stamp: float, ticket: str) -> None:
+        with self._lock:
+            for w in windows:
+                delete = "DELETE FROM stamps WHERE scope = ? AND at = ? AND ticket = ?"
+                self._db.execute(delete, (w.scope, stamp, ticket))
 
     def pause(self, window: Window, seconds: float) -> None:
         until = self._now() + seconds
@@ -208,8 +230,8 @@ class SQLiteStore:
             )
 
 
-# Redis keeps, per window, its stamps (a sorted set by slot; members 'n:spread', n from the window's
-# counter), its pause, and that counter, which every change moves on: a booking is computed here from
+# Redis keeps, per window, its stamps (a sorted set by slot; members 'ticket:spread'), its pause, and a
+# counter, which every change moves on: a booking is computed here from
 # what _READ returned and written by _BOOK only if no window it uses changed meanwhile (else computed
 # again), so the rules are written once, in slots.py. Redis's own clock (TIME) is every machine's.
 _READ = """
@@ -225,16 +247,16 @@ end
 return out
 """
 
-# KEYS: per window, its stamps and counter. ARGV: slot, spread, now, then per window the counter it
-# was read at and the seconds its stamps are kept.
+# KEYS: per window, its stamps and counter. ARGV: slot, spread, now, ticket, then per window the counter
+# it was read at and the seconds its stamps are kept.
 _BOOK = """
 for i = 1, #KEYS, 2 do
-  if (redis.call('GET', KEYS[i + 1]) or '0') ~= ARGV[3 + i] then return 0 end
+  if (redis.call('GET', KEYS[i + 1]) or '0') ~= ARGV[4 + i] then return 0 end
 end
 for i = 1, #KEYS, 2 do
-  local keep = tonumber(ARGV[4 + i])
-  local n = redis.call('INCR', KEYS[i + 1])
-  redis.call('ZADD', KEYS[i], ARGV[1], n .. ':' .. ARGV[2])
+  local keep = tonumber(ARGV[5 + i])
+  redis.call('INCR', KEYS[i + 1])
+  redis.call('ZADD', KEYS[i], ARGV[1], ARGV[4] .. ':' .. ARGV[2])
   redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', tonumber(ARGV[3]) - keep)
   local ttl = math.ceil((tonumber(ARGV[1]) - tonumber(ARGV[3]) + keep) * 1000)
   redis.call('PEXPIRE', KEYS[i], ttl)
@@ -243,12 +265,15 @@ end
 return 1
 """
 
-# KEYS: per window, its stamps and counter. ARGV: the stamp's slot, its spread now known.
+# KEYS: per window, its stamps and counter. ARGV: the stamp's slot, its ticket, its spread now known
+# (none: the stamp is given back).
 _CONFIRM = """
 for i = 1, #KEYS, 2 do
   for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[i], ARGV[1], ARGV[1])) do
-    redis.call('ZREM', KEYS[i], member)
-    redis.call('ZADD', KEYS[i], ARGV[1], string.match(member, '^[^:]+') .. ':' .. ARGV[2])
+    if string.match(member, '^[^:]+') == ARGV[2] then
+      redis.call('ZREM', KEYS[i], member)
+      if ARGV[3] then redis.call('ZADD', KEYS[i], ARGV[1], ARGV[2] .. ':' .. ARGV[3]) end
+    end
   end
   redis.call('INCR', KEYS[i + 1])
 end
@@ -308,18 +333,22 @@ class RedisStore:
             horizon = now + HORIZON * min(w.seconds for w in choices[best])
             if slot > horizon:
                 return Booking(None, slot - horizon, here + slot - horizon)
-            chosen = choices[best]
-            args: list[Any] = [repr(slot), repr(spread), repr(now)]
+            chosen, ticket = choices[best], secrets.token_hex(8)
+            args: list[Any] = [repr(slot), repr(spread), repr(now), ticket]
             for w in chosen:
                 args += [counters[w], KEEP * w.seconds + spread]
             keys = [name for w in chosen for name in _names(w)[::2]]
             if self._book(keys=keys, args=args):
-                return Booking(best, max(0.0, slot - now), here + max(0.0, slot - now), slot, skew)
+                return Booking(best, max(0.0, slot - now), here + max(0.0, slot - now), slot, skew, ticket)
         raise self._contended(f"{CONTENDED} bookings in a row overtaken by other processes")
 
-    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+    def confirm(self, windows: list[Window], stamp: float, ticket: str, spread: float) -> None:
         keys = [name for w in windows for name in _names(w)[::2]]
-        self._confirm(keys=keys, args=[repr(stamp), repr(max(0.0, spread))])
+        self._confirm(keys=keys, args=[repr(stamp), ticket, repr(max(0.0, spread))])
+
+    def release(self, windows: list[Window], stamp: float, ticket: str) -> None:
+        keys = [name for w in windows for name in _names(w)[::2]]
+        self._confirm(keys=keys, args=[repr(stamp), ticket])
 
     def pause(self, window: Window, seconds: float) -> None:
         self._pause(keys=list(_names(window)[1:]), args=[seconds])
@@ -373,24 +402,28 @@ class Failover:
                     self._lost(exc)
         return self.fallback.reserve(choices, margin)
 
-    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+    def confirm(self, windows: list[Window], stamp: float, ticket: str, spread: float) -> None:
         """Told to both stores (the stamp is in the one that booked it): a failure only keeps the margin."""
-        self.fallback.confirm(windows, stamp, spread)
+        self.fallback.confirm(windows, stamp, ticket, spread)
+        self._tell(lambda store: store.confirm(windows, stamp, ticket, spread))
+
+    def release(self, windows: list[Window], stamp: float, ticket: str) -> None:
+        """Told to both stores too: a failure only keeps the slot taken until it leaves its window."""
+        self.fallback.release(windows, stamp, ticket)
+        self._tell(lambda store: store.release(windows, stamp, ticket))
+
+    def _tell(self, change: Callable[[Store], None]) -> None:
+        """Make ``change`` in the shared store, unless it is failing (then it is tried again later)."""
         with self._lock:
             if time.monotonic() >= self._down_until:
                 try:
-                    self.shared.confirm(windows, stamp, spread)
+                    change(self.shared)
                 except self.shared.failures as exc:
                     self._lost(exc)
 
     def pause(self, window: Window, seconds: float) -> None:
         self.fallback.pause(window, seconds)  # also here: a pause must outlive a failing store
-        with self._lock:
-            if time.monotonic() >= self._down_until:
-                try:
-                    self.shared.pause(window, seconds)
-                except self.shared.failures as exc:
-                    self._lost(exc)
+        self._tell(lambda store: store.pause(window, seconds))
 
 
 def _without_password(url: str) -> str:

@@ -33,6 +33,9 @@ class Call:
     replayable: bool = True
     whole: bool = False  # the whole answer (its ``data`` checked), not only ``data``: a page's members
     key: Secret | None = None  # filled by the engine
+    # The latest moment (this machine's clock) the request may be written: past it, its stamp no longer
+    # says when it reaches the service, and it is not sent (filled by the engine; None: any time).
+    send_by: float | None = None
 
 
 @dataclass(frozen=True)

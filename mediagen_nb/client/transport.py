@@ -26,6 +26,52 @@ class DeadlineExceeded(httpx.TimeoutException):
     """The whole exchange took longer than its deadline (a silent or dripping server)."""
 
 
+class SentLate(httpx.TransportError):
+    """A request was about to be written ``late`` seconds after the moment it had to go by: it was not
+    sent (its slot's stamp no longer says when it would reach the service)."""
+
+    def __init__(self, late: float) -> None:
+        super().__init__(f"{late:.3f} s too late for its slot: not sent")
+        self.late = late
+
+
+class SendBy:
+    """A request's ``trace`` extension (httpcore calls it at each step of the exchange) that stops it
+    if it is about to be written after ``moment`` on ``now``'s clock: the last moment before it leaves,
+    however long a worker thread or a busy event loop took. :func:`send` and :func:`asend` also check
+    it before httpx's event hooks run (a request already late is not shown to them); transports that
+    are not httpcore's (an in-process sandbox) do not call it."""
+
+    EVENTS = ("http11.send_request_headers.started", "http2.send_request_headers.started")
+
+    def __init__(self, now: Callable[[], float], moment: float) -> None:
+        self.now = now
+        self.moment = moment
+
+    def check(self) -> None:
+        if (late := self.now() - self.moment) > 0:
+            raise SentLate(late)
+
+    def __call__(self, event: str, info: dict[str, Any]) -> None:
+        if event in self.EVENTS:
+            self.check()
+
+
+class ASendBy(SendBy):
+    """:class:`SendBy` for httpx's async client (httpcore awaits the hook)."""
+
+    async def __call__(self, event: str, info: dict[str, Any]) -> None:  # type: ignore[override]
+        if event in self.EVENTS:
+            self.check()
+
+
+def _in_time(request: httpx.Request) -> None:
+    """SentLate if ``request`` (with a :class:`SendBy`) is already too late to be sent."""
+    hook = request.extensions.get("trace")
+    if isinstance(hook, SendBy):
+        hook.check()
+
+
 def _whole(response: httpx.Response, body: bytes) -> httpx.Response:
     """A read response holding ``body`` (already decoded), as if httpx had read it."""
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROPPED_HEADERS]
@@ -59,6 +105,7 @@ def _malformed(request: httpx.Request, exc: httpx.HTTPError) -> MediagenError:
 
 
 def _read_sync(http: httpx.Client, request: httpx.Request, auth: httpx.Auth | None) -> httpx.Response:
+    _in_time(request)
     try:
         response = http.send(request, stream=True, auth=auth)
         try:
@@ -165,6 +212,7 @@ os.register_at_fork(after_in_child=lambda: _WORKERS.forget())  # a forked child 
 async def _read_async(
     http: httpx.AsyncClient, request: httpx.Request, auth: httpx.Auth | None
 ) -> httpx.Response:
+    _in_time(request)
     try:
         response = await http.send(request, stream=True, auth=auth)
         try:

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _shared import Written
 
 import mediagen_nb  # noqa: F401  (registers df.mediagen)
 from mediagen_nb.batch import loop
@@ -116,11 +117,7 @@ def make_service(spelling: wire.Names) -> Iterator[ServiceFactory]:
     def build(time_scale: float = TIME_SCALE, seed: int = 1) -> Service:
         sandbox = Sandbox(SandboxConfig(time_scale=time_scale, seed=seed, wire=spelling)).start()
         service_requests: list[httpx.Request] = []
-
-        async def record(request: httpx.Request) -> None:
-            service_requests.append(request)
-
-        http = httpx.AsyncClient(limits=POOL, event_hooks={"request": [record]})
+        http = httpx.AsyncClient(transport=Written(service_requests.append, limits=POOL))
         made.append((sandbox, http))
         client = AsyncClient.for_sandbox(sandbox, http_client=http, time_scale=sandbox.config.time_scale)
         return Service(sandbox, client, service_requests)

@@ -39,18 +39,24 @@ pytestmark = pytest.mark.realtime
 
 @dataclass
 class Traffic:
-    """Send times (request hook) and answers (response hook) of one or more clients, thread-safe."""
+    """Send times (request hook) of the requests answered (response hook) of one or more clients,
+    thread-safe. A request stopped before it was written (too late for its slot) has no answer and is
+    not counted: it never reached the service."""
 
     sent: list[tuple[float, str, str]] = field(default_factory=list)  # (time, path, authorization)
     statuses: Counter[int] = field(default_factory=Counter)
+    _asked: dict[int, float] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def on_request(self, request: httpx.Request) -> None:
         with self._lock:
-            self.sent.append((time.monotonic(), request.url.path, request.headers.get("authorization", "")))
+            self._asked[id(request)] = time.monotonic()
 
     def on_response(self, response: httpx.Response) -> None:
+        request = response.request
         with self._lock:
+            asked = self._asked.pop(id(request))
+            self.sent.append((asked, request.url.path, request.headers.get("authorization", "")))
             self.statuses[response.status_code] += 1
 
     async def aon_request(self, request: httpx.Request) -> None:

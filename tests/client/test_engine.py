@@ -6,7 +6,9 @@ scripted httpx.Response or a transport error, a Pause moving the clock), so retr
 and the money rules are checked at the layer that owns them. The sandbox tests keep the end-to-end cases.
 """
 
+import asyncio
 import json
+import socket
 import time
 import warnings
 from collections.abc import Callable
@@ -18,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mediagen_nb.client import errors
+from mediagen_nb.client import errors, pacing
 from mediagen_nb.client import ledger as ledgers
 from mediagen_nb.client.config import Secret, Settings
 from mediagen_nb.client.core import Collaborators, Core
@@ -33,6 +35,7 @@ from mediagen_nb.client.spending import Budget
 from mediagen_nb.client.starts import Recorded, Start, Starts, listed
 from mediagen_nb.client.steps import READ, START, Call, Op, Pause, Record
 from mediagen_nb.client.timing import ServiceClock
+from mediagen_nb.client.transport import SentLate
 from mediagen_nb.protocol import wire
 from mediagen_nb.protocol.environment import ENV_WIRE
 from mediagen_nb.runtime.clock import ManualClock, SteppingClock
@@ -153,6 +156,82 @@ def test_a_429_pauses_the_key_for_the_service_s_window_as_the_clock_reads_it(tmp
     data, calls, pauses = drive(engine.send(read), engine, [fail(429, "slow down"), ok({"id": G1})])
     assert data == {"id": G1} and len(calls) == 2
     assert sum(pauses) == pytest.approx(60.0, abs=0.5)  # the window, in service seconds
+
+
+def stamps_of(engine: Core) -> list[tuple[float, float]]:
+    """Every stamp in the engine's windows (kept in memory here): (slot, spread)."""
+    db = engine._windows._db  # type: ignore[attr-defined]
+    return [(at, spread) for at, spread in db.execute("SELECT at, spread FROM stamps ORDER BY at, rowid")]
+
+
+def test_a_request_about_to_leave_later_than_its_slot_allows_is_not_sent_and_its_stamp_is_given_back(
+    tmp_path: Any,
+) -> None:
+    """A stamp says its request reaches the service within its spread; half of it is for leaving. One
+    that is about to be written later (a busy event loop, a worker thread that got no CPU) is stopped
+    (:class:`SentLate`, raised by its send-by hook), gives its stamp back and books another."""
+    engine = core(tmp_path)
+    engine.settings = replace(engine.settings, limits=Limits(margin=0.2))
+    engine.latency = pacing.Latency(engine.settings.limits, 60.0)
+    read = Call("GET", "generation", READ, params={"id": G1})
+    began = engine.clock.now()
+    data, calls, _ = drive(engine.send(read), engine, [SentLate(0.4), ok({"id": G1})])
+    assert data == {"id": G1} and len(calls) == 2
+    assert [call.send_by for call in calls] == [began + 0.1, began + 0.1]  # half the margin of 0.2
+    assert len(stamps_of(engine)) == 1  # the first stamp was given back: one request, one stamp
+
+
+def test_a_slot_woken_up_to_late_is_given_back_before_anything_is_built(tmp_path: Any) -> None:
+    """The booking's answer came 0.3 s after its slot (another process held the file): the slot is given
+    back for a new one, a few times at most; then the request goes as late as it is, with no deadline."""
+    engine = core(tmp_path)
+    engine.settings = replace(engine.settings, limits=Limits(margin=0.2))
+    engine.latency = pacing.Latency(engine.settings.limits, 60.0)
+    store, reserve = engine._windows, engine._windows.reserve
+
+    def slow(choices: Any, margin: float) -> Any:
+        booked = reserve(choices, margin)
+        engine.clock.sleep(0.3)
+        return booked
+
+    store.reserve = slow  # type: ignore[method-assign]
+    data, calls, _ = drive(engine.send(Call("GET", "generation", READ, params={"id": G1})), engine, [ok({})])
+    assert data == {} and len(calls) == 1 and calls[0].send_by is None  # after LATE_WAKES slots
+    assert len(stamps_of(engine)) == 1  # the three given up were freed
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_request_past_its_send_by_is_never_written_on_the_wire(tmp_path: Any, asynchronous: bool) -> None:
+    """Through httpx and httpcore to a socket that accepts: the send-by hook (httpcore's trace) stops the
+    request as its headers are about to be written (:class:`SentLate`), so not one byte reaches the
+    server; one in time goes on; a request with no deadline has no hook."""
+    engine = core(tmp_path)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        engine.settings = replace(engine.settings, base_url=url)
+        late = Call("GET", "models", send_by=engine.clock.now() - 0.001)
+        if asynchronous:
+
+            async def send() -> None:
+                async with httpx.AsyncClient() as http:
+                    await http.send(engine.build(http, late))
+
+            with pytest.raises(SentLate):
+                asyncio.run(send())
+        else:
+            with httpx.Client() as http, pytest.raises(SentLate):
+                http.send(engine.build(http, late))
+        connection, _ = server.accept()  # the connection was opened, then closed unwritten
+        with connection:
+            connection.settimeout(5)
+            assert connection.recv(1024) == b""
+    in_time = Call("GET", "models", send_by=engine.clock.now() + 60)
+    with httpx.Client() as http:
+        request = engine.build(http, in_time)
+        request.extensions["trace"]("http11.send_request_headers.started", {})  # in time: goes on
+    assert "trace" not in engine.build(httpx.Client(), Call("GET", "models")).extensions  # no deadline
 
 
 def test_a_404_is_never_retried(tmp_path: Any) -> None:

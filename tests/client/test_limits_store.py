@@ -85,7 +85,7 @@ def stamps(store: SQLiteStore, window: Window) -> list[tuple[float, float]]:
     return [
         (at, margin)
         for at, margin in store._db.execute(
-            "SELECT at, margin FROM slots WHERE scope = ? ORDER BY at", (window.scope,)
+            "SELECT at, spread FROM stamps WHERE scope = ? ORDER BY at, rowid", (window.scope,)
         )
     ]
 
@@ -142,9 +142,9 @@ def test_a_sqlite_slot_in_a_gap_before_a_later_stamp_leaves_it_a_window_and_the_
     """One a second; a stamp another process booked 1.07 s ahead: a slot now fits before it with a margin
     of 0.05 s (1.05 s), not with 0.1 s (1.1 s), so the margin given is the one the slot is fitted with."""
     window = Window(scope_of("key", "https://service.example", "gap"), 1, 1.0)
-    sqlite._db.execute("INSERT INTO slots VALUES (?, ?, ?)", (window.scope, clock.now + 1.07, 0.0))
+    sqlite._db.execute("INSERT INTO stamps VALUES (?, ?, ?, ?)", (window.scope, clock.now + 1.07, 0.0, "t"))
     assert sqlite.reserve([[window]], margin=0.05) == Booking(0, 0.0, clock.now, clock.now)
-    sqlite._db.execute("DELETE FROM slots WHERE at = ?", (clock.now,))
+    sqlite._db.execute("DELETE FROM stamps WHERE at = ?", (clock.now,))
     assert sqlite.reserve([[window]], margin=0.1).index is None  # after the later one: past the horizon
 
 
@@ -159,10 +159,26 @@ def test_a_start_books_its_key_and_the_account_together(sqlite: SQLiteStore, clo
 def test_a_confirmed_spread_replaces_the_margin_of_its_stamp_only(sqlite: SQLiteStore, clock: Clock) -> None:
     first = sqlite.reserve([[KEY, ACCOUNT]], margin=0.25)
     second = sqlite.reserve([[KEY, ACCOUNT]], margin=0.25)
-    sqlite.confirm([KEY, ACCOUNT], first.stamp, 5.0)
-    sqlite.confirm([KEY], second.stamp, -1.0)  # an answer earlier than its slot: no negative spread
+    sqlite.confirm([KEY, ACCOUNT], first.stamp, first.ticket, 5.0)
+    sqlite.confirm([KEY], second.stamp, second.ticket, -1.0)  # an answer before its slot: no negative spread
     assert stamps(sqlite, KEY) == [(first.stamp, 5.0), (second.stamp, 0.0)]
     assert stamps(sqlite, ACCOUNT) == [(first.stamp, 5.0), (second.stamp, 0.25)]
+
+
+BURST = Window(scope_of("key", "https://service.example", "burst"), 60, 60.0, burst=60)
+
+
+def test_each_request_of_a_burst_confirms_its_own_spread(sqlite: SQLiteStore) -> None:
+    """Three requests booked at one slot (a window with room takes them at once) are answered 0.05 s,
+    0.7 s and 0.3 s after it: each stamp keeps its own spread. Were the quick answer to set all three,
+    the next window would be booked as if the slow ones had come at once too (a 429 a window later)."""
+    burst = [sqlite.reserve([[BURST]], margin=0.25) for _ in range(3)]
+    assert len({b.stamp for b in burst}) == 1 and len({b.ticket for b in burst}) == 3
+    for booking, spread in zip(burst, [0.05, 0.7, 0.3], strict=True):
+        sqlite.confirm([BURST], booking.stamp, booking.ticket, spread)
+    assert stamps(sqlite, BURST) == [(burst[0].stamp, 0.05), (burst[0].stamp, 0.7), (burst[0].stamp, 0.3)]
+    sqlite.release([BURST], burst[1].stamp, burst[1].ticket)  # given back: that one stamp alone
+    assert stamps(sqlite, BURST) == [(burst[0].stamp, 0.05), (burst[0].stamp, 0.3)]
 
 
 def test_a_pause_holds_every_booking_until_it_ends_and_only_grows(sqlite: SQLiteStore, clock: Clock) -> None:
@@ -264,8 +280,11 @@ class Flaky:
     def reserve(self, choices: list[list[Window]], margin: float) -> Booking:
         return self._act("reserve")  # type: ignore[no-any-return]
 
-    def confirm(self, windows: list[Window], stamp: float, spread: float) -> None:
+    def confirm(self, windows: list[Window], stamp: float, ticket: str, spread: float) -> None:
         self._act("confirm")
+
+    def release(self, windows: list[Window], stamp: float, ticket: str) -> None:
+        self._act("release")
 
     def pause(self, window: Window, seconds: float) -> None:
         self._act("pause")
@@ -296,14 +315,17 @@ def test_a_failing_shared_store_paces_on_the_fallback_with_one_warning_then_is_t
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         store.reserve([[KEY]], 0.0)
-        store.confirm([KEY], 1.0, 0.1)
+        store.confirm([KEY], 1.0, "t", 0.1)
+        store.release([KEY], 1.0, "t")
         store.pause(KEY, 1.0)
     assert shared.seen == ["reserve"]
     moments[0] += 0.5
-    store.confirm([KEY], 1.0, 0.1)
+    store.confirm([KEY], 1.0, "t", 0.1)
+    store.release([KEY], 1.0, "t")
     store.pause(KEY, 1.0)
     assert store.reserve([[KEY]], 0.0).stamp == 1.0
-    assert shared.seen == ["reserve", "confirm", "pause", "reserve"] and shared.paused == [(KEY, 1.0)]
+    assert shared.seen == ["reserve", "confirm", "release", "pause", "reserve"]
+    assert shared.paused == [(KEY, 1.0)]
     shared.down = True
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # warned once per store: no second warning
@@ -312,7 +334,7 @@ def test_a_failing_shared_store_paces_on_the_fallback_with_one_warning_then_is_t
     moments[0] += limits_store.RETRY
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        store.confirm([KEY], 1.0, 0.1)
+        store.confirm([KEY], 1.0, "t", 0.1)
 
 
 def test_a_failover_to_this_process_says_so() -> None:
@@ -456,7 +478,7 @@ def test_a_redis_booking_keeps_the_even_stream_on_redis_s_clock(redis: limits_st
     assert (third.index == 0 and 30.0 <= third.stamp - first.stamp < 31.0) or third.index is None
     stamped = members(redis, FOUR)
     assert [score for _, score in stamped][:2] == [first.stamp, second.stamp]
-    assert [m.split(b":")[0] for m, _ in stamped][:2] == [b"1", b"2"]  # the window's counter
+    assert len({m.split(b":")[0] for m, _ in stamped}) == len(stamped)  # a ticket each
     assert all(float(m.split(b":")[1]) >= 0.25 for m, _ in stamped)  # the margin and Redis's round trip
     assert len(members(redis, ACCOUNT)) == len(stamped)
     ttl = redis._redis.pttl(limits_store._names(FOUR)[0])
@@ -469,13 +491,25 @@ def test_a_redis_booking_keeps_the_even_stream_on_redis_s_clock(redis: limits_st
 def test_a_redis_confirm_rewrites_the_spread_of_its_stamp(redis: limits_store.RedisStore) -> None:
     first = redis.reserve([[FOUR]], margin=0.25)
     second = redis.reserve([[FOUR]], margin=0.25)
-    redis.confirm([FOUR], first.stamp, 5.0)
-    redis.confirm([FOUR], second.stamp, -3.0)
+    redis.confirm([FOUR], first.stamp, first.ticket, 5.0)
+    redis.confirm([FOUR], second.stamp, second.ticket, -3.0)
     assert [(float(m.split(b":")[1]), s) for m, s in members(redis, FOUR)] == [
         (5.0, first.stamp),
         (0.0, second.stamp),
     ]
     assert redis._redis.get(limits_store._names(FOUR)[2]) == b"4"  # two bookings, two confirms
+
+
+def test_a_redis_confirm_or_release_touches_its_ticket_alone_among_stamps_of_one_slot(
+    redis: limits_store.RedisStore,
+) -> None:
+    """A burst's stamps share a slot (a score): a confirm rewrites its own ticket's spread, a release
+    takes its own ticket's member, and the others keep theirs."""
+    name = limits_store._names(BURST)[0]
+    redis._redis.zadd(name, {b"a:0.25": 100.0, b"b:0.25": 100.0, b"c:0.25": 100.0})
+    redis.confirm([BURST], 100.0, "b", 0.7)
+    redis.release([BURST], 100.0, "c")
+    assert sorted(m for m, _ in members(redis, BURST)) == [b"a:0.25", b"b:0.7"]
 
 
 def test_a_redis_pause_holds_the_window_for_every_machine(redis: limits_store.RedisStore) -> None:
@@ -499,7 +533,7 @@ def test_a_redis_booking_overtaken_again_and_again_is_a_failure(
 
 
 def test_redis_stamps_are_read_back_with_their_spreads() -> None:
-    flat = [b"1:0.25", b"100.5", b"7:1.5", b"130.5"]
+    flat = [b"9f2a:0.25", b"100.5", b"07c1:1.5", b"130.5"]
     assert limits_store._stamps(KEY, flat) == Stamps(2, 60.0, [100.5, 130.5], [0.25, 1.5])
 
 

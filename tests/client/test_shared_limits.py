@@ -229,7 +229,7 @@ def test_an_answer_that_came_late_pushes_the_slot_a_window_after_it(one_store: l
     three Redis round trips beside a CPU hog once took longer than that, and the slot was free again.)"""
     window = Window(scope_of("key", "http://service", "k"), 1, 0.01)  # one a window of 10 ms
     first = one_store.reserve([[window]], margin=0.0)
-    one_store.confirm([window], first.stamp, LATE)
+    one_store.confirm([window], first.stamp, first.ticket, LATE)
     then = one_store.reserve([[window]], margin=0.0)
     assert then.index is None  # beyond the horizon: asked for again when it comes within it
     slot = then.at + limits_store.HORIZON * window.seconds
