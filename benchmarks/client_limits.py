@@ -19,7 +19,8 @@ Two figures, each against a baseline measured in the same run, on a sandbox serv
 ``--code DIR`` runs the worker processes on the package in DIR (e.g. a ``git worktree`` of main) as
 well, so "before" and "after" are measured in one run, on one machine load.
 
-    .venv/bin/python benchmarks/client_limits.py [--rows 1000] [--runs 5] [--reads 400] [--code DIR]
+    .venv/bin/python benchmarks/client_limits.py [--rows 1000] [--runs 5] [--reads 1000] [--repeat 3] \
+        [--code DIR]
 """
 
 import argparse
@@ -45,10 +46,11 @@ from mediagen_nb.sandbox import Sandbox, SandboxConfig
 MODEL = "gpt-image-2"
 IMAGE = {"prompt": "a lighthouse at dusk", "quality": "low"}
 SCALE = 600.0
+CPU_SCALE = 6000.0  # the reads' sandbox: 60 requests in 10 ms, more than a plain loop sends
 INTERACTIVE = 1.0  # real seconds: the estimate answers within this (frame handling included)
 PACED_RATIO = 1.2  # the real-time call against the paced one: our limiter holds it back by no more
 
-# argv: case, base_url, key, generation id, reads. Prints process CPU seconds and wall seconds.
+# argv: case, base_url, key, generation id, reads, time scale. Prints process CPU and wall seconds.
 WORKER = """
 import asyncio, json, sys, time
 case, base, key, gid, reads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
@@ -56,7 +58,7 @@ import httpx
 import mediagen_nb
 from mediagen_nb.client import AsyncClient, Client, Limits
 from mediagen_nb.protocol.paths import path
-limits, scale = Limits(url="memory"), 600.0
+limits, scale = Limits(url="memory"), float(sys.argv[6])
 def plain():
     with httpx.Client() as http:
         url, auth = base + path("generation", id=gid), {"Authorization": f"Bearer {key}"}
@@ -119,7 +121,8 @@ def cpu_per_request(sandbox: Sandbox, generation: str, case: str, reads: int, co
     env = dict(os.environ)
     if code is not None:
         env["PYTHONPATH"] = code
-    command = [sys.executable, "-c", WORKER, case, str(sandbox.base_url), key, generation, str(reads)]
+    scale = str(sandbox.config.time_scale)
+    command = [sys.executable, "-c", WORKER, case, str(sandbox.base_url), key, generation, str(reads), scale]
     done = subprocess.run(command, env=env, cwd=tempfile.gettempdir(), capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(done.stderr[-2000:])
@@ -131,7 +134,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--reads", type=int, default=400)
+    parser.add_argument("--reads", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each CPU case (the median is shown)")
     parser.add_argument("--code", help="also measure the package in this folder (e.g. a worktree of main)")
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
@@ -152,16 +156,24 @@ def main() -> None:
         print(f"  paced at real time (the service's)      {real_s:7.3f} s   {ratio:.2f}x")
         print(f"  target: under {INTERACTIVE} s and within {PACED_RATIO}x: {'met' if met else 'MISSED'}")
 
+    with Sandbox(SandboxConfig(time_scale=CPU_SCALE, seed=1)) as sandbox:
         with Client.for_sandbox(sandbox) as c:
             generation = c.generate(MODEL, IMAGE, timeout=600).id
         codes: list[tuple[str, str | None]] = [("this tree", None)]
         if args.code:
             codes.append((args.code, args.code))
-        print(f"CPU per request, {args.reads} reads of one generation (worker process CPU, sandbox apart)")
-        for name, code in codes:
-            plain = cpu_per_request(sandbox, generation, "plain", args.reads, code)
-            sync = cpu_per_request(sandbox, generation, "sync", args.reads, code)
-            gathered = cpu_per_request(sandbox, generation, "async", args.reads, code)
+        print(
+            f"CPU per request, {args.reads} reads of one generation (worker process CPU, sandbox apart), "
+            f"median of {args.repeat} runs, the trees taking turns"
+        )
+        cases = ("plain", "sync", "async")
+        seen: dict[tuple[str, str], list[float]] = {(name, case): [] for name, _ in codes for case in cases}
+        for _ in range(args.repeat):
+            for name, code in codes:
+                for case in cases:
+                    seen[name, case].append(cpu_per_request(sandbox, generation, case, args.reads, code))
+        for name, _ in codes:
+            plain, sync, gathered = (statistics.median(seen[name, case]) for case in cases)
             print(
                 f"  {name}: plain httpx {plain * 1000:.2f} ms (baseline), Client {sync * 1000:.2f} ms "
                 f"({sync / plain:.2f}x), AsyncClient {gathered * 1000:.2f} ms ({gathered / plain:.2f}x)"

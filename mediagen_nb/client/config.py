@@ -6,6 +6,7 @@ sandbox). The key is held in a :class:`Secret` whose ``repr`` never shows it, an
 only through :class:`BearerAuth`.
 """
 
+import functools
 import hashlib
 import threading
 import time
@@ -100,6 +101,7 @@ def on_this_machine(url: str) -> bool:
     return parts.scheme == "http" and parts.hostname in LOOPBACK_NAMES
 
 
+@functools.lru_cache(maxsize=256)  # asked twice for each read that reaches the ledger
 def normalize_url(base_url: str) -> str:
     """One spelling of a service address: lowercase, no default port, no trailing slash, loopback as
     ``localhost`` (so ``127.0.0.1`` and ``localhost`` are the same service to the ledger)."""

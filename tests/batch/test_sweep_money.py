@@ -413,6 +413,6 @@ def test_the_ledger_records_intent_before_sending(service: Service, tmp_path: Pa
         sweep(client, prompts(5), ledger)
     finally:
         loop.submit(client.aclose()).result(10)
-    assert seen == [True] * 5
+    assert len(seen) >= 5 and all(seen)  # more when a start was stopped as too late for its slot
     with sqlite3.connect(ledger) as db:
         assert set(db.execute("SELECT via, status, credits FROM starts")) == {("sweep", "succeeded", 1)}

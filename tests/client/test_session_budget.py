@@ -178,7 +178,11 @@ async def test_concurrent_async_starts_never_charge_past_the_budget(
     results = await gather_starts(async_client, 3)
     refused = [r for r in results if isinstance(r, BaseException)]
     assert len(refused) == 1 and isinstance(refused[0], BudgetExceeded)
-    assert "10 held by starts in flight" in refused[0].message
+    message = refused[0].message  # the two others in flight, or one of them already answered
+    assert (
+        "10 held by starts in flight" in message
+        or "5 of the session budget of 12 credits are spent and 5 held" in message
+    )
     assert net_charged(sandbox) == 10 == budget().spent and budget().held == 0
     assert len(sandbox.world.generations.items) == 2
 
