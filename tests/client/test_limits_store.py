@@ -246,6 +246,32 @@ def test_a_new_file_switched_to_wal_by_another_process_is_waited_for(
         SQLiteStore(tmp_path / "other.sqlite")
 
 
+def test_a_booking_takes_the_file_s_write_lock_within_2_ms_of_its_release(
+    sqlite: SQLiteStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the write lock: the booking tries again after 0.2 ms, then twice as long
+    each time up to 2 ms (never SQLite's own busy handler, which sleeps up to 100 ms between tries), and
+    books as soon as the lock is free; a lock held past RESERVE_WAIT is an error (the Failover's cue)."""
+    other = sqlite3.connect(tmp_path / "cache" / "limits.sqlite", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        if len(pauses) == 6:
+            other.execute("COMMIT")  # the other process's transaction ends
+
+    monkeypatch.setattr(limits_store.time, "sleep", pause)
+    assert sqlite.reserve([[KEY]], margin=0.0).index == 0
+    assert pauses == [0.0002, 0.0004, 0.0008, 0.0016, 0.002, 0.002]
+    other.execute("BEGIN IMMEDIATE")
+    monkeypatch.setattr(limits_store, "RESERVE_WAIT", 0.0)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        sqlite.confirm([KEY], 0.0, "t", 0.1)
+    other.execute("ROLLBACK")
+    other.close()
+
+
 def test_a_file_locked_past_its_wait_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(limits_store, "BUSY_TIMEOUT", 0.05)
     monkeypatch.setattr(
