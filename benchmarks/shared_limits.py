@@ -17,6 +17,9 @@ requests in no less than ``2 * rows / (60 * keys)`` windows; the bound is the la
 (one key: 480 s for 240 rows; two or more keys of one account: 240 s, the account's starts). "of
 bound" is bound / makespan: 1.00 would be every slot of the binding limit used, from the first
 start to the last read (the last generation's own run time, a few seconds, keeps it a little under).
+That bound is the even stream's, as issue 36 measured it: since a window with room takes a burst (60
+at once, then 60 a window later), the least makespan is up to one window shorter, so a case can
+pass 1.00 (one key: 240 rows can end at about 425 s, not 480).
 
 "start rate" is the starts a window the sandbox charged between the first start and the last, as a
 share of the account's 60: the part of the binding limit the scheduler used while it was starting
@@ -28,8 +31,9 @@ is 10 simulated seconds at x20 and 30 at x60, so at x60 "of bound" of a 240-row 
 ``--cpu-hog`` is the harder test of the 429s: a window is one real second, and a late wake-up of
 a loaded process is three times as many simulated seconds.
 
-Targets: two processes on one key <= 1.10x the baseline and four <= 1.15x; the team cases >= 0.90
-of the bound; zero 429s everywhere and 2.00 requests per generation. ``--cpu-hog`` runs every case
+Targets: two processes on one key <= 1.10x the baseline and four <= 1.15x, and through the file
+within 1.10x of through Redis (beside a CPU hog too); the team cases >= 0.90 of the bound; zero 429s
+everywhere and 2.00 requests per generation. ``--cpu-hog`` runs every case
 beside one busy process per core (``yes > /dev/null``, killed at the end): the target is still zero
 429s (the ratios then measure a machine with less CPU than it has cores busy).
 
@@ -58,6 +62,7 @@ from mediagen_nb.sandbox import Sandbox, SandboxConfig
 MODEL = "flare-1-swift"  # flat price, about 5 s a run
 TARGETS = {2: 1.10, 4: 1.15}  # makespan against the baseline, one key shared by that many processes
 TEAM_TARGET = 0.90  # of the bound, for processes with keys of their own on one account
+FILE_TARGET = 1.10  # two processes on one key: the machine's file against Redis, the same run
 REQUESTS_PER_GENERATION = 2  # one start and one read
 
 WORKER = """
@@ -202,9 +207,11 @@ def main() -> None:
         f"{'first done':>10} {'req/gen':>8} {'429s':>5}"
     )
     baseline = None
+    made: dict[str, float] = {}
     try:
         for name, processes, url, own_keys in cases:
             result = case(args.time_scale, args.rows, processes, url, own_keys)
+            made[name] = result["makespan"]
             baseline = baseline or result["makespan"]
             ratio = result["makespan"] / baseline
             print(
@@ -221,6 +228,11 @@ def main() -> None:
             redis[0].kill()
     if redis is None:
         print("(redis-server is not installed: the Redis cases were left out)")
+    file, through_redis = made.get("2 processes, 1 key"), made.get("2 processes, 1 key, through Redis")
+    if file and through_redis:
+        ratio = file / through_redis
+        met = "met" if ratio <= FILE_TARGET else "MISSED"
+        print(f"2 processes on 1 key, the file against Redis: {ratio:.2f}x (target <= {FILE_TARGET}x): {met}")
 
 
 if __name__ == "__main__":
