@@ -8,6 +8,7 @@ waits on, in the service's seconds, and hands the engine its limits store, ledge
 sink. It also keeps the process's connection (:func:`current`, :func:`use`).
 """
 
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
@@ -194,6 +195,9 @@ class Notices:
                 return
             PROCESS.told.add(topic)
         context.notice(text)
+
+    def warn(self, text: str) -> None:
+        print(f"mediagen_nb: {text}", file=sys.stderr)
 
 
 _told_lock = threading.Lock()

@@ -66,6 +66,10 @@ class Notices(Protocol):
         """Say ``text`` unless a line of ``topic`` was said in this process already."""
         ...
 
+    def warn(self, text: str) -> None:
+        """Say that something failed but lost nothing (a ledger write after an answer): on stderr."""
+        ...
+
 
 @dataclass(frozen=True)
 class Collaborators:
@@ -351,7 +355,7 @@ class Core:
         """A ledger write after an answer failed: said once; the answer is still returned."""
         if not self._ledger_warned:
             self._ledger_warned = True
-            ledgers.warn(f"{exc}; results are still returned, and {consequence}")
+            self.notices.warn(f"{exc}; results are still returned, and {consequence}")
 
     def observed(
         self,

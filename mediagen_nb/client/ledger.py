@@ -76,11 +76,6 @@ def current_via() -> str:
     return _VIA.get()
 
 
-def warn(message: str) -> None:
-    """One line on stderr about the ledger (used where failing would lose work already paid for)."""
-    print(f"mediagen_nb: {message}", file=sys.stderr)
-
-
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 

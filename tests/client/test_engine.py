@@ -58,6 +58,9 @@ class Told:
             self.topics.add(topic)
             self.lines.append(text)
 
+    def warn(self, text: str) -> None:
+        self.lines.append(f"warning: {text}")
+
 
 def core(
     tmp_path: Any, *, scale: float = 1.0, budget: Budget | None = None, retry: RetryPolicy | None = None
@@ -94,9 +97,10 @@ def drive(
     calls: list[Call] | None = None,
     seen: Callable[[Call], None] | None = None,
 ) -> tuple[Any, list[Call], list[float]]:
-    """Run ``op`` by hand: Records run here, each Call gets the next scripted answer (a response, or an
-    error raised into the operation), each Pause moves the manual clock. The result, the Calls sent
-    and the Pauses (service seconds). ``seen`` looks at each Call as it is yielded, before its answer."""
+    """Run ``op`` by hand: Records run here (what they raise is thrown in), each Call gets the next
+    scripted answer (a response, or an error raised into the operation), each Pause moves the manual
+    clock. The result, the Calls sent and the Pauses (service seconds). ``seen`` looks at each Call as
+    it is yielded, before its answer."""
     calls = [] if calls is None else calls
     pauses: list[float] = []
     reply: Any = None
@@ -108,7 +112,10 @@ def drive(
             return done.value, calls, pauses
         reply, failure = None, None
         if isinstance(step, Record):
-            reply = step.fn()
+            try:
+                reply = step.fn()
+            except Exception as exc:  # as the clients do: thrown into the operation
+                failure = exc
         elif isinstance(step, Pause):
             pauses.append(step.seconds)
             engine.clock.sleep(step.seconds)
@@ -232,6 +239,22 @@ def test_a_request_past_its_send_by_is_never_written_on_the_wire(tmp_path: Any, 
         request = engine.build(http, in_time)
         request.extensions["trace"]("http11.send_request_headers.started", {})  # in time: goes on
     assert "trace" not in engine.build(httpx.Client(), Call("GET", "models")).extensions  # no deadline
+
+
+def test_a_ledger_that_fails_after_an_answer_is_told_to_the_notice_sink_once(tmp_path: Any) -> None:
+    """The engine never prints: a read's ledger write that fails is one warning through its sink, and the
+    read's answer is still returned."""
+    engine = core(tmp_path)
+    book: Ledger = engine.parts.ledger(None)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise ledgers.LedgerError("the ledger is full")
+
+    book.update = broken  # type: ignore[method-assign]
+    for _ in range(2):
+        drive(engine.observed(G1, "succeeded", credits=4), engine, [])
+    said = "the ledger is full; results are still returned, and a re-run reads them again from the service"
+    assert isinstance(engine.notices, Told) and engine.notices.lines == [f"warning: {said}"]
 
 
 def test_a_404_is_never_retried(tmp_path: Any) -> None:

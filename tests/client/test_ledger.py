@@ -663,6 +663,6 @@ def test_the_path_a_start_comes_from_is_said_by_via() -> None:
     assert ledgers.current_via() == "call"
 
 
-def test_warn_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    ledgers.warn("the ledger is full")
+def test_the_assembled_engine_warns_in_one_line_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    assemble.NOTICES.warn("the ledger is full")
     assert capsys.readouterr() == ("", "mediagen_nb: the ledger is full\n")
