@@ -7,6 +7,7 @@ deadline (the time the service may hold it, plus a margin) and no response body 
 """
 
 import asyncio
+import math
 import os
 import threading
 from collections.abc import Callable
@@ -52,9 +53,15 @@ class SendBy:
         if (late := self.now() - self.moment) > 0:
             raise SentLate(late)
 
+    def writing(self) -> None:
+        """The request is about to be written: in time, or SentLate. Only its first write is its slot's:
+        httpx carries the hook to each redirect it follows, which is sent after it, whatever the time."""
+        self.check()
+        self.moment = math.inf
+
     def __call__(self, event: str, info: dict[str, Any]) -> None:
         if event in self.EVENTS:
-            self.check()
+            self.writing()
 
 
 class ASendBy(SendBy):
@@ -62,7 +69,7 @@ class ASendBy(SendBy):
 
     async def __call__(self, event: str, info: dict[str, Any]) -> None:  # type: ignore[override]
         if event in self.EVENTS:
-            self.check()
+            self.writing()
 
 
 def _in_time(request: httpx.Request) -> None:

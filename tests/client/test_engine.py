@@ -211,7 +211,8 @@ def test_a_slot_woken_up_to_late_is_given_back_before_anything_is_built(tmp_path
 def test_a_request_past_its_send_by_is_never_written_on_the_wire(tmp_path: Any, asynchronous: bool) -> None:
     """Through httpx and httpcore to a socket that accepts: the send-by hook (httpcore's trace) stops the
     request as its headers are about to be written (:class:`SentLate`), so not one byte reaches the
-    server; one in time goes on; a request with no deadline has no hook."""
+    server; one in time goes on, and so do the redirects it follows; a request with no deadline has no
+    hook."""
     engine = core(tmp_path)
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -236,8 +237,10 @@ def test_a_request_past_its_send_by_is_never_written_on_the_wire(tmp_path: Any, 
             assert connection.recv(1024) == b""
     in_time = Call("GET", "models", send_by=engine.clock.now() + 60)
     with httpx.Client() as http:
-        request = engine.build(http, in_time)
-        request.extensions["trace"]("http11.send_request_headers.started", {})  # in time: goes on
+        hook = engine.build(http, in_time).extensions["trace"]
+        hook("http11.send_request_headers.started", {})  # in time: goes on
+        engine.clock.sleep(120)
+        hook("http11.send_request_headers.started", {})  # a redirect it follows: sent whatever the time
     assert "trace" not in engine.build(httpx.Client(), Call("GET", "models")).extensions  # no deadline
 
 
