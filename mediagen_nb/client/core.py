@@ -184,7 +184,9 @@ class Core:
         """Real seconds the whole exchange of ``call`` may take: the service's hold plus a margin."""
         return self.timeout + self.clock.real(call.hold) + (HTTP_SLACK if call.hold else 0.0)
 
-    def _reserve(self, call: Call, only: int | None = None, late: int = 0) -> Op[tuple[Call, Slot]]:
+    def _reserve(
+        self, call: Call, only: int | None = None, late: int = 0, wider: float = 0.0
+    ) -> Op[tuple[Call, Slot]]:
         """Book the key with budget first (with the account's start budget for starts); wait for its slot.
 
         Returns the call with its key and the moment it must be written by, and its slot. The booking
@@ -193,15 +195,16 @@ class Core:
         leave (the other half for its way to the service), so a slot woken up to later than that is
         given back for a new one, and a request about to be written later is stopped
         (:class:`~mediagen_nb.client.transport.SendBy`); else it would reach the service later than
-        the slots a window after it were booked against. After ``LATE_WAKES`` slots given up
-        (``late``), it goes as late as it is.
+        the slots a window after it were booked against. The slot booked after one given up ``s``
+        seconds late has a margin of ``2 s`` at least (``wider``), so it allows what was just seen;
+        after ``LATE_WAKES`` slots given up (``late``), the request goes as late as it is.
         """
         if call.kind == CATALOG:
             return call, Slot(self.clock.now(), 0.0, [])
         keys = self._keys if only is None else [self._keys[only]]
         choices = [[key] + ([self._account] if call.kind == START else []) for key in keys]
         while True:
-            margin = self.latency.margin()
+            margin = max(self.latency.margin(), wider)
             booking: Booking = yield Record(partial(self._windows.reserve, choices, margin))
             wait = booking.at - self.clock.now()  # from the slot itself: the answer may have come late
             if wait > 0:
@@ -214,7 +217,7 @@ class Core:
             woke = self.clock.now() - booking.at
             if woke > margin / 2 and strict:
                 yield from self._give_back(slot, woke)
-                late += 1
+                late, wider = late + 1, 2 * woke
                 continue
             index = booking.index if only is None else only
             send_by = booking.at + margin / 2 if strict else None
@@ -258,17 +261,18 @@ class Core:
             call = Call(**{**call.__dict__, "idempotency_key": uuid.uuid4().hex})
         attempt, refused, silent = 0, 0, 0
         reached: errors.MediagenError | None = None  # an earlier try's error that may have reached it
-        late = 0  # slots given up for being too late to send in
+        late, wider = 0, 0.0  # slots given up for being too late to send in; the margin that allows it
         while True:
-            call, slot = yield from self._reserve(call, late=late)
+            call, slot = yield from self._reserve(call, late=late, wider=wider)
             error: errors.MediagenError
             if first is None:
                 first = self.clock.monotonic()
             try:
                 response: httpx.Response = yield call
             except transport.SentLate:  # never written: another slot, as for a late wake
-                yield from self._give_back(slot, self.clock.now() - slot.at)
-                late = slot.late + 1
+                lateness = self.clock.now() - slot.at
+                yield from self._give_back(slot, lateness)
+                late, wider = slot.late + 1, 2 * lateness
                 continue
             except httpx.ConnectError as exc:  # nothing was sent: safe to try again, briefly
                 try:

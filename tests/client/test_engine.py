@@ -182,15 +182,44 @@ def test_a_request_about_to_leave_later_than_its_slot_allows_is_not_sent_and_its
     engine.latency = pacing.Latency(engine.settings.limits, 60.0)
     read = Call("GET", "generation", READ, params={"id": G1})
     began = engine.clock.now()
-    data, calls, _ = drive(engine.send(read), engine, [SentLate(0.4), ok({"id": G1})])
+    calls: list[Call] = []
+
+    def busy(call: Call) -> None:  # the first is handed to httpx 0.4 s after its slot
+        if len(calls) == 1:
+            engine.clock.sleep(0.4)
+
+    data, _, _ = drive(engine.send(read), engine, [SentLate(0.3), ok({"id": G1})], calls, busy)
     assert data == {"id": G1} and len(calls) == 2
-    assert [call.send_by for call in calls] == [began + 0.1, began + 0.1]  # half the margin of 0.2
+    assert calls[0].send_by == began + 0.1  # half the margin of 0.2
+    assert calls[1].send_by == began + 0.4 + 0.4  # booked at once, with twice the 0.4 s just seen
     assert len(stamps_of(engine)) == 1  # the first stamp was given back: one request, one stamp
 
 
-def test_a_slot_woken_up_to_late_is_given_back_before_anything_is_built(tmp_path: Any) -> None:
-    """The booking's answer came 0.3 s after its slot (another process held the file): the slot is given
-    back for a new one, a few times at most; then the request goes as late as it is, with no deadline."""
+def test_a_slot_woken_up_to_late_is_given_back_and_the_next_allows_what_was_seen(tmp_path: Any) -> None:
+    """Each booking's answer comes later than the last (another process holds the file): 0.3 s after its
+    slot, then 0.7, 1.5, 3.1. Each slot woken up to later than half its margin is given back before
+    anything is built, and the next is booked with twice the lateness seen; after LATE_WAKES slots the
+    request goes as late as it is, with no deadline."""
+    engine = core(tmp_path)
+    engine.settings = replace(engine.settings, limits=Limits(margin=0.2))
+    engine.latency = pacing.Latency(engine.settings.limits, 60.0)
+    store, reserve = engine._windows, engine._windows.reserve
+    delays, margins = [0.3, 0.7, 1.5, 3.1], []
+
+    def slow(choices: Any, margin: float) -> Any:
+        margins.append(margin)
+        booked = reserve(choices, margin)
+        engine.clock.sleep(delays[len(margins) - 1])
+        return booked
+
+    store.reserve = slow  # type: ignore[method-assign]
+    data, calls, _ = drive(engine.send(Call("GET", "generation", READ, params={"id": G1})), engine, [ok({})])
+    assert data == {} and len(calls) == 1 and calls[0].send_by is None  # after LATE_WAKES slots
+    assert margins == pytest.approx([0.2, 0.6, 1.4, 3.0])
+    assert len(stamps_of(engine)) == 1  # the three given up were freed
+
+
+def test_a_slot_woken_up_a_little_late_once_goes_with_the_wider_margin(tmp_path: Any) -> None:
     engine = core(tmp_path)
     engine.settings = replace(engine.settings, limits=Limits(margin=0.2))
     engine.latency = pacing.Latency(engine.settings.limits, 60.0)
@@ -202,9 +231,10 @@ def test_a_slot_woken_up_to_late_is_given_back_before_anything_is_built(tmp_path
         return booked
 
     store.reserve = slow  # type: ignore[method-assign]
+    began = engine.clock.now()
     data, calls, _ = drive(engine.send(Call("GET", "generation", READ, params={"id": G1})), engine, [ok({})])
-    assert data == {} and len(calls) == 1 and calls[0].send_by is None  # after LATE_WAKES slots
-    assert len(stamps_of(engine)) == 1  # the three given up were freed
+    assert data == {} and len(calls) == 1
+    assert calls[0].send_by == pytest.approx(began + 0.3 + 0.3)  # half of 2 x 0.3
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
