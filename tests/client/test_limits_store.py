@@ -296,6 +296,7 @@ class Flaky:
         self.down = False
         self.seen: list[str] = []
         self.paused: list[tuple[Window, float]] = []
+        self.confirmed: list[tuple[float, str, float]] = []
 
     def _act(self, what: str) -> Any:
         if self.down:
@@ -308,6 +309,7 @@ class Flaky:
 
     def confirm(self, windows: list[Window], stamp: float, ticket: str, spread: float) -> None:
         self._act("confirm")
+        self.confirmed.append((stamp, ticket, spread))
 
     def release(self, windows: list[Window], stamp: float, ticket: str) -> None:
         self._act("release")
@@ -361,6 +363,15 @@ def test_a_failing_shared_store_paces_on_the_fallback_with_one_warning_then_is_t
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         store.confirm([KEY], 1.0, "t", 0.1)
+
+
+def test_a_failover_tells_a_confirm_to_both_stores_with_its_stamp_and_ticket(tmp_path: Path) -> None:
+    """The stamp is in whichever store booked it: both are told which one (slot and ticket) and its spread."""
+    shared, fallback = Flaky(), SQLiteStore(tmp_path / "machine.sqlite")
+    booked = fallback.reserve([[KEY]], margin=0.25)
+    Failover(shared, fallback).confirm([KEY], booked.stamp, booked.ticket, 0.7)
+    assert shared.confirmed == [(booked.stamp, booked.ticket, 0.7)]
+    assert stamps(fallback, KEY) == [(booked.stamp, 0.7)]
 
 
 def test_a_failover_to_this_process_says_so() -> None:
