@@ -297,6 +297,7 @@ class Flaky:
         self.seen: list[str] = []
         self.paused: list[tuple[Window, float]] = []
         self.confirmed: list[tuple[float, str, float]] = []
+        self.released: list[tuple[tuple[Window, ...], float, str]] = []
 
     def _act(self, what: str) -> Any:
         if self.down:
@@ -313,6 +314,7 @@ class Flaky:
 
     def release(self, windows: list[Window], stamp: float, ticket: str) -> None:
         self._act("release")
+        self.released.append((tuple(windows), stamp, ticket))
 
     def pause(self, window: Window, seconds: float) -> None:
         self._act("pause")
@@ -372,6 +374,15 @@ def test_a_failover_tells_a_confirm_to_both_stores_with_its_stamp_and_ticket(tmp
     Failover(shared, fallback).confirm([KEY], booked.stamp, booked.ticket, 0.7)
     assert shared.confirmed == [(booked.stamp, booked.ticket, 0.7)]
     assert stamps(fallback, KEY) == [(booked.stamp, 0.7)]
+
+
+def test_a_failover_tells_a_release_to_both_stores_with_its_windows_stamp_and_ticket(tmp_path: Path) -> None:
+    shared, fallback = Flaky(), SQLiteStore(tmp_path / "machine.sqlite")
+    kept = fallback.reserve([[KEY]], margin=0.25)
+    given_back = fallback.reserve([[KEY]], margin=0.25)
+    Failover(shared, fallback).release([KEY], given_back.stamp, given_back.ticket)
+    assert shared.released == [((KEY,), given_back.stamp, given_back.ticket)]
+    assert stamps(fallback, KEY) == [(kept.stamp, 0.25)]
 
 
 def test_a_failover_to_this_process_says_so() -> None:
